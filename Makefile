@@ -1,0 +1,38 @@
+# Two commands: `make run` (set up, load the shipped seeds, open the workbench) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.sandmle-installed
+
+.PHONY: setup run test test-fast sandbox-deps screenshots clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# CPU torch first where none is installed (a local wheel on these machines); GPU users keep theirs.
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q torch==2.13.0 || $(BIN)/python -m pip install -q torch
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+# What the local sandbox backend needs: bubblewrap (installed when we are root with apt-get).
+sandbox-deps:
+	@if ! command -v bwrap >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || echo "note: could not install bubblewrap; see 'sandmle doctor'"; \
+	  else echo "note: bubblewrap is not installed; 'sandmle doctor' says how to add it"; fi; \
+	fi
+
+setup: $(STAMP) sandbox-deps
+
+run: setup
+	$(BIN)/sandmle seeds import seeds
+	$(BIN)/sandmle
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,123 @@
+"""User settings: one TOML file (``$SANDMLE_CONFIG``, else ``<data dir>/config.toml``) plus ``SANDMLE_*``
+environment variables (``SANDMLE_SANDBOX__BACKEND=docker`` sets ``[sandbox] backend``). Unknown keys are
+rejected with a message naming the key and the file."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class SandboxSettings(_Section):
+    backend: Literal["local", "docker"] = Field("local", description="where untrusted code runs")
+    warm: bool = Field(True, description="use a pre-started worker with the heavy imports done")
+    warm_imports: list[str] = Field(
+        default_factory=lambda: ["numpy", "pandas", "sklearn"], description="modules the warm worker imports"
+    )
+    timeout_s: float = Field(300.0, gt=0, description="wall-time limit of one run")
+    cpu_s: float = Field(600.0, gt=0, description="CPU-time limit of one run")
+    memory_mb: int = Field(4096, ge=1024, description="address-space / memory limit (>= 1024: pandas needs it)")
+    max_procs: int = Field(64, ge=1, description="process/thread limit inside a run")
+    max_file_mb: int = Field(512, ge=1, description="largest file a run may write")
+    max_output_kb: int = Field(4096, ge=1, description="log kept per run; output past it stops the run")
+    docker_image: str = Field("python:3.11-slim", description="image of the docker backend")
+
+
+class ExecutorSettings(_Section):
+    kind: Literal["local", "ray"] = Field("local", description="local process pool or Ray")
+    workers: int = Field(2, ge=1, description="concurrent jobs")
+    ray_address: str | None = Field(None, description="address of an existing Ray cluster (None: start one)")
+
+
+class SynthesisSettings(_Section):
+    backend: Literal["procedural", "anthropic", "openai"] = Field("procedural", description="LLM backend")
+    max_retries: int = Field(3, ge=0, description="times a failing role is sent back with feedback")
+    ladder_seeds: int = Field(2, ge=1, description="RNG seeds each reference solution runs with")
+
+
+class AnthropicSettings(_Section):
+    model: str = Field("claude-sonnet-4-5", description="model name")
+    base_url: str | None = Field(None, description="API base URL (default: the SDK's, or ANTHROPIC_BASE_URL)")
+    max_tokens: int = Field(4096, ge=1)
+    max_retries: int = Field(4, ge=0, description="SDK retries on 429/5xx with backoff")
+
+
+class OpenAISettings(_Section):
+    model: str = Field("Qwen/Qwen3-8B", description="model served by the endpoint")
+    base_url: str = Field("http://localhost:8000/v1", description="OpenAI-compatible endpoint (e.g. vLLM)")
+    api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key")
+
+
+class WorkbenchSettings(_Section):
+    theme: str = Field("sandmle-dark", description="theme name (a .tcss file in themes/)")
+
+
+class Settings(_Section):
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
+    synthesis: SynthesisSettings = Field(default_factory=SynthesisSettings)
+    anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
+    workbench: WorkbenchSettings = Field(default_factory=WorkbenchSettings)
+
+
+def config_path() -> Path:
+    env = os.environ.get("SANDMLE_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    from store.paths import data_dir
+
+    return data_dir() / "config.toml"
+
+
+def _env_overrides() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in os.environ.items():
+        if not key.startswith("SANDMLE_") or "__" not in key:
+            continue
+        section, _, name = key[len("SANDMLE_"):].lower().partition("__")
+        out.setdefault(section, {})[name] = value
+    return out
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _error(exc: ValidationError, source: str) -> ConfigError:
+    err = exc.errors()[0]
+    key = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return ConfigError(f"{source}: unknown key {key!r}")
+    return ConfigError(f"{source}: key {key!r}: {err['msg']}")
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    path = Path(path) if path else config_path()
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        Settings.model_validate(data)
+    except ValidationError as exc:
+        raise _error(exc, str(path)) from None
+    try:
+        return Settings.model_validate(_merge(data, _env_overrides()))
+    except ValidationError as exc:
+        raise _error(exc, "SANDMLE_* environment variables") from None

@@ -1,0 +1,47 @@
+"""One exception hierarchy. A :class:`SandmleError` is a user's mistake or a condition they can fix:
+the CLI prints ``error: <message>`` (plus the hint) on one line and exits non-zero, with no traceback
+unless ``--debug`` is given."""
+
+from __future__ import annotations
+
+
+class SandmleError(Exception):
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message} ({self.hint})"
+
+
+class ConfigError(SandmleError):
+    """A bad configuration or input file: names the file and the key."""
+
+    exit_code = 2
+
+
+class SeedError(ConfigError):
+    """A malformed seed folder."""
+
+
+class SandboxError(SandmleError):
+    pass
+
+
+class SynthesisError(SandmleError):
+    pass
+
+
+class GradingError(SandmleError):
+    pass
+
+
+class InvalidSubmission(GradingError):
+    """The submission cannot be scored; the message says why (becomes the grade report's error)."""
+
+
+class TrainingError(SandmleError):
+    pass

@@ -1,0 +1,184 @@
+"""The SQLite store: one file, WAL, foreign keys, numbered migrations, one transaction per unit of work.
+
+Only this package writes SQL. The engine and the workbench use the repositories hanging off
+:class:`Store` (``store.seeds``, ``store.envs``, ``store.sandbox``, ``store.runs``, ``store.trajectories``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+import sqlite_utils
+
+from . import paths
+from .migrations import LATEST, MIGRATIONS
+
+
+class StoreError(Exception):
+    """A problem with the store a user can act on (bad path, newer schema, missing row)."""
+
+
+class NotFound(StoreError):
+    pass
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def loads(text: str | None, default: Any = None) -> Any:
+    if text is None or text == "":
+        return default
+    return json.loads(text)
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Store:
+    """A handle on the SQLite store. Thread-safe: writes are serialised with a lock and
+    ``BEGIN IMMEDIATE`` plus a busy timeout, so concurrent processes wait instead of failing."""
+
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = 60.0):
+        if path is None:
+            path = paths.db_path()
+        self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
+        if str(self.path) != ":memory:":
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the data dir {self.path.parent}: {exc.strerror}") from exc
+        try:
+            conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
+            )
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
+        self._lock = threading.RLock()
+        self.db = sqlite_utils.Database(conn)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if str(self.path) != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        self.migrate()
+
+        from .envs import Environments
+        from .runs import Runs
+        from .sandbox import SandboxRuns
+        from .seeds import Seeds
+        from .trajectories import Trajectories
+
+        self.seeds = Seeds(self)
+        self.envs = Environments(self)
+        self.sandbox = SandboxRuns(self)
+        self.runs = Runs(self)
+        self.trajectories = Trajectories(self)
+
+    # ------------------------------------------------------------------ plumbing
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self.db.conn
+
+    @property
+    def data_dir(self) -> Path:
+        """Folder for big artifacts that belong to this store (beside the DB file)."""
+        if str(self.path) == ":memory:":
+            return paths.data_dir()
+        return self.path.parent
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite_utils.Database]:
+        """One unit of work. Nested calls join the outer transaction (as savepoints)."""
+        with self._lock:
+            if self.conn.in_transaction:
+                with self.db.atomic():
+                    yield self.db
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            else:
+                self.conn.execute("COMMIT")
+
+    def query(self, sql: str, params: Any = ()) -> list[dict]:
+        with self._lock:
+            cur = self.conn.execute(sql, params)
+            cols = [c[0] for c in cur.description] if cur.description else []
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def execute(self, sql: str, params: Any = ()) -> int:
+        """Run one write statement in its own transaction; returns rows changed."""
+        with self.transaction():
+            return self.conn.execute(sql, params).rowcount
+
+    def close(self) -> None:
+        with self._lock:
+            self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ schema
+    def schema_version(self) -> int:
+        if "schema_version" not in self.db.table_names():
+            return 0
+        row = self.conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+        return int(row[0] or 0)
+
+    def migrate(self) -> int:
+        with self.transaction():
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version ("
+                "version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            current = self.schema_version()
+            if current > LATEST:
+                raise StoreError(
+                    f"the store {self.path} has schema version {current}, newer than this sandmle "
+                    f"({LATEST}); upgrade sandmle or point SANDMLE_HOME elsewhere"
+                )
+            for version, description, statements in MIGRATIONS:
+                if version <= current:
+                    continue
+                for sql in statements:
+                    self.conn.execute(sql)
+                self.conn.execute(
+                    "INSERT INTO schema_version (version, description, applied_at) VALUES (?, ?, ?)",
+                    (version, description, now()),
+                )
+        return self.schema_version()
+
+    def integrity_check(self) -> str:
+        return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
+
+    def counts(self) -> dict[str, int]:
+        names = ["seeds", "environments", "sandbox_runs", "runs", "trajectories", "checkpoints", "eval_results"]
+        return {n: self.db[n].count for n in names}
+
+
+def open_store(path: str | Path | None = None) -> Store:
+    return Store(path)

@@ -1,0 +1,133 @@
+"""Environments: synthetic (or imported) tasks with their files, leaderboard and synthesis history."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ._repo import Repo
+from .db import NotFound, dumps, loads, now
+
+
+class Environments(Repo):
+    table = "environments"
+    json_fields = ("target_columns", "blueprint", "scenario", "thresholds", "verification")
+
+    def add(
+        self,
+        env: dict[str, Any],
+        *,
+        files: Iterable[dict[str, Any]] = (),
+        leaderboard: Iterable[dict[str, Any]] = (),
+        replace: bool = False,
+    ) -> str:
+        """Store an environment with its files (path, role, sha256, size) and leaderboard entries
+        (name, score, rng_seed, source, wall_s) in one transaction."""
+        row = self.encode(env)
+        row.setdefault("created_at", now())
+        with self.store.transaction() as db:
+            if replace:
+                db.conn.execute("DELETE FROM environments WHERE id = ?", (env["id"],))
+            db["environments"].insert(row, pk="id")
+            file_rows = [{"env_id": env["id"], **f} for f in files]
+            if file_rows:
+                db["env_files"].insert_all(file_rows, pk=("env_id", "path"))
+            lb_rows = [{"env_id": env["id"], "created_at": row["created_at"], **e} for e in leaderboard]
+            if lb_rows:
+                db["leaderboard"].insert_all(lb_rows)
+        return env["id"]
+
+    def get(self, env_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
+        row = self._get("id = ?", (env_id,))
+        if row is None and not missing_ok:
+            raise NotFound(f"no environment with id {env_id!r} (see `sandmle envs list`)")
+        return row
+
+    def list(
+        self,
+        *,
+        seed_id: str | None = None,
+        status: str | None = None,
+        split: str | None = None,
+        text: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        ids: list[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids)
+        sql = "SELECT * FROM environments" + where + " ORDER BY created_at, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return self.decode_all(self.store.query(sql, params))
+
+    def count(self, **filters: Any) -> int:
+        where, params = self._where(**filters)
+        return self.store.query("SELECT COUNT(*) AS n FROM environments" + where, params)[0]["n"]
+
+    @staticmethod
+    def _where(*, seed_id=None, status=None, split=None, text=None, ids=None) -> tuple[str, tuple]:
+        where, params = [], []
+        for col, val in (("seed_id", seed_id), ("status", status), ("split", split)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        if text:
+            where.append("(id LIKE ? OR title LIKE ? OR seed_id LIKE ? OR metric LIKE ?)")
+            params += [f"%{text}%"] * 4
+        if ids is not None:
+            where.append(f"id IN ({','.join('?' * len(ids))})" if ids else "0")
+            params += list(ids)
+        return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
+
+    def set_split(self, env_ids: list[str], split: str) -> None:
+        with self.store.transaction() as db:
+            db.conn.executemany("UPDATE environments SET split = ? WHERE id = ?", [(split, e) for e in env_ids])
+
+    def update(self, env_id: str, **fields: Any) -> None:
+        self.get(env_id)
+        row = self.encode(fields)
+        with self.store.transaction() as db:
+            db["environments"].update(env_id, row)
+
+    def delete(self, env_id: str) -> dict[str, Any]:
+        env = self.get(env_id)
+        self.store.execute("DELETE FROM environments WHERE id = ?", (env_id,))
+        return env
+
+    def files(self, env_id: str) -> list[dict[str, Any]]:
+        return self.store.query("SELECT * FROM env_files WHERE env_id = ? ORDER BY path", (env_id,))
+
+    def leaderboard(self, env_id: str) -> list[dict[str, Any]]:
+        env = self.get(env_id)
+        order = "ASC" if env["lower_is_better"] else "DESC"
+        return self.store.query(
+            f"SELECT * FROM leaderboard WHERE env_id = ? ORDER BY score {order}, id", (env_id,)
+        )
+
+    def fingerprints(self, seed_id: str | None = None) -> list[tuple[str, str]]:
+        sql = "SELECT id, fingerprint FROM environments WHERE fingerprint IS NOT NULL"
+        params: tuple = ()
+        if seed_id:
+            sql += " AND seed_id = ?"
+            params = (seed_id,)
+        return [(r["id"], r["fingerprint"]) for r in self.store.query(sql, params)]
+
+    # --------------------------------------------------------------- synthesis history
+    def add_attempt(self, attempt: dict[str, Any]) -> int:
+        row = dict(attempt)
+        row.setdefault("created_at", now())
+        if not isinstance(row.get("usage", ""), str):
+            row["usage"] = dumps(row["usage"])
+        for key in ("prompt", "output", "feedback"):
+            if row.get(key) is not None and not isinstance(row[key], str):
+                row[key] = dumps(row[key])
+        with self.store.transaction() as db:
+            return db["synthesis_attempts"].insert(row).last_pk
+
+    def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+        if env_id is None and run_id is None:
+            raise ValueError("give env_id or run_id")
+        col, val = ("env_id", env_id) if env_id is not None else ("run_id", run_id)
+        rows = self.store.query(f"SELECT * FROM synthesis_attempts WHERE {col} = ? ORDER BY id", (val,))
+        for r in rows:
+            r["usage"] = loads(r["usage"], {})
+        return rows

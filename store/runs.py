@@ -1,0 +1,140 @@
+"""Runs (synthesis, sft, grpo, eval, bench, rollout): config, status, metric series, checkpoints, eval results."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from typing import Any, Iterable
+
+from ._repo import Repo
+from .db import NotFound, now
+
+KINDS = ("synthesis", "sft", "grpo", "eval", "bench", "rollout")
+STATUSES = ("pending", "running", "done", "failed", "stopped")
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+class Runs(Repo):
+    table = "runs"
+    json_fields = ("config", "summary")
+
+    def create(
+        self, kind: str, config: dict[str, Any] | None = None, *, name: str | None = None,
+        parent_id: str | None = None, dir: str | None = None, status: str = "running", run_id: str | None = None,
+    ) -> str:
+        if kind not in KINDS:
+            raise ValueError(f"unknown run kind {kind!r}; expected one of {', '.join(KINDS)}")
+        run_id = run_id or new_id(kind)
+        stamp = now()
+        row = self.encode({
+            "id": run_id, "kind": kind, "name": name, "status": status, "config": config or {},
+            "parent_id": parent_id, "dir": dir, "pid": os.getpid(), "host": socket.gethostname(),
+            "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
+        })
+        with self.store.transaction() as db:
+            db["runs"].insert(row, pk="id")
+        return run_id
+
+    def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
+        row = self._get("id = ?", (run_id,))
+        if row is None:
+            rows = self.store.query("SELECT * FROM runs WHERE id LIKE ? LIMIT 2", (f"{run_id}%",))
+            if len(rows) == 1:
+                row = self.decode(rows[0])
+        if row is None and not missing_ok:
+            raise NotFound(f"no run with id {run_id!r} (see `sandmle runs list`)")
+        return row
+
+    def list(self, *, kind: str | None = None, status: str | None = None, limit: int | None = 500) -> list[dict]:
+        where, params = [], []
+        for col, val in (("kind", kind), ("status", status)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        sql = "SELECT * FROM runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY created_at DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return self.decode_all(self.store.query(sql, tuple(params)))
+
+    def update(self, run_id: str, **fields: Any) -> None:
+        row = self.encode(fields)
+        with self.store.transaction() as db:
+            db["runs"].update(run_id, row)
+
+    def start(self, run_id: str) -> None:
+        stamp = now()
+        self.update(run_id, status="running", started_at=stamp, heartbeat_at=stamp, pid=os.getpid(),
+                    host=socket.gethostname(), error=None, ended_at=None)
+
+    def finish(self, run_id: str, status: str = "done", *, summary: dict | None = None, error: str | None = None) -> None:
+        if status not in STATUSES:
+            raise ValueError(f"unknown status {status!r}")
+        fields: dict[str, Any] = {"status": status, "ended_at": now(), "error": error}
+        if summary is not None:
+            fields["summary"] = summary
+        self.update(run_id, **fields)
+
+    def heartbeat(self, run_id: str) -> None:
+        self.store.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now(), run_id))
+
+    # --------------------------------------------------------------- metrics
+    def log_metrics(self, run_id: str, step: int, values: dict[str, float | int | None]) -> None:
+        stamp = now()
+        rows = [(run_id, int(step), k, None if v is None else float(v), stamp) for k, v in values.items()]
+        with self.store.transaction() as db:
+            db.conn.executemany(
+                "INSERT OR REPLACE INTO metrics (run_id, step, name, value, ts) VALUES (?, ?, ?, ?, ?)", rows
+            )
+            db.conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (stamp, run_id))
+
+    def metrics(self, run_id: str, names: Iterable[str] | None = None) -> dict[str, list[tuple[int, float]]]:
+        rows = self.store.query("SELECT step, name, value FROM metrics WHERE run_id = ? ORDER BY step", (run_id,))
+        wanted = set(names) if names is not None else None
+        out: dict[str, list[tuple[int, float]]] = {}
+        for r in rows:
+            if wanted is None or r["name"] in wanted:
+                out.setdefault(r["name"], []).append((r["step"], r["value"]))
+        return out
+
+    def last_step(self, run_id: str) -> int | None:
+        row = self.store.query("SELECT MAX(step) AS s FROM metrics WHERE run_id = ?", (run_id,))[0]
+        return row["s"]
+
+    # --------------------------------------------------------------- checkpoints
+    def add_checkpoint(self, run_id: str, step: int, path: str, sha256: str, state: dict | None = None) -> int:
+        with self.store.transaction() as db:
+            return db["checkpoints"].insert(
+                {"run_id": run_id, "step": int(step), "path": str(path), "sha256": sha256,
+                 "state": self.encode({"config": state or {}})["config"], "created_at": now()},
+                replace=True,
+            ).last_pk
+
+    def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.store.query("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step", (run_id,))
+        for r in rows:
+            r["state"] = self.decode({"config": r["state"]})["config"]
+        return rows
+
+    def latest_checkpoint(self, run_id: str) -> dict[str, Any] | None:
+        rows = self.checkpoints(run_id)
+        return rows[-1] if rows else None
+
+    # --------------------------------------------------------------- eval results
+    def add_eval_results(self, run_id: str, results: Iterable[dict[str, Any]]) -> None:
+        stamp = now()
+        rows = [{"run_id": run_id, "created_at": stamp, **r} for r in results]
+        for r in rows:
+            for key in ("valid", "gold", "silver", "bronze", "above_median"):
+                if key in r:
+                    r[key] = int(bool(r[key]))
+        with self.store.transaction() as db:
+            if rows:
+                db["eval_results"].insert_all(rows)
+
+    def eval_results(self, run_id: str) -> list[dict[str, Any]]:
+        return self.store.query("SELECT * FROM eval_results WHERE run_id = ? ORDER BY env_id, rng_seed, id", (run_id,))

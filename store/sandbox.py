@@ -1,0 +1,56 @@
+"""Sandbox runs: every execution of untrusted code, with limits, timings, status and log path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._repo import Repo
+from .db import NotFound, now
+
+
+class SandboxRuns(Repo):
+    table = "sandbox_runs"
+    json_fields = ("limits", "isolation", "warnings")
+
+    def start(self, run: dict[str, Any]) -> str:
+        row = self.encode(run)
+        row.setdefault("started_at", now())
+        row.setdefault("status", "running")
+        with self.store.transaction() as db:
+            db["sandbox_runs"].insert(row, pk="id")
+        return run["id"]
+
+    def finish(self, run_id: str, **fields: Any) -> None:
+        row = self.encode(fields)
+        row.setdefault("ended_at", now())
+        with self.store.transaction() as db:
+            db["sandbox_runs"].update(run_id, row)
+
+    def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
+        row = self._get("id = ?", (run_id,))
+        if row is None:
+            # allow unique prefixes, as git does
+            rows = self.store.query("SELECT * FROM sandbox_runs WHERE id LIKE ? LIMIT 2", (f"{run_id}%",))
+            if len(rows) == 1:
+                row = self.decode(rows[0])
+        if row is None and not missing_ok:
+            raise NotFound(f"no sandbox run with id {run_id!r} (see `sandmle sandbox runs list`)")
+        return row
+
+    def list(
+        self, *, status: str | None = None, env_id: str | None = None, run_id: str | None = None,
+        limit: int | None = 200, offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        where, params = [], []
+        for col, val in (("status", status), ("env_id", env_id), ("run_id", run_id)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        sql = "SELECT * FROM sandbox_runs" + (" WHERE " + " AND ".join(where) if where else "")
+        sql += " ORDER BY started_at DESC, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return self.decode_all(self.store.query(sql, tuple(params)))
+
+    def count(self) -> int:
+        return self.store.db["sandbox_runs"].count

@@ -1,0 +1,79 @@
+"""Shared fixtures: a tmp data dir (SANDMLE_HOME), a store on it, and a CLI runner that goes through main()."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+
+# never let a test touch the user's real data dir or config
+os.environ.setdefault("SANDMLE_HOME", str(Path(os.environ.get("TMPDIR", "/tmp")) / "sandmle-pytest-default"))
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("SANDMLE_HOME", str(path))
+    monkeypatch.delenv("SANDMLE_CONFIG", raising=False)
+    return path
+
+
+@pytest.fixture
+def store(home):
+    from store import Store
+
+    s = Store(home / "sandmle.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def seeded_store(store):
+    from engine.seeds import load_shipped
+
+    load_shipped(store)
+    return store
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    def json(self):
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def run_cli(home, capsys):
+    """Run `sandmle ARGS` in-process through main() (exit codes and one-line errors included)."""
+    from workbench.cli import main
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run
+
+
+@pytest.fixture
+def seed_copy(tmp_path):
+    """A writable copy of one shipped seed folder, for bad-input tests."""
+    def make(seed_id: str = "author-style") -> Path:
+        dest = tmp_path / "seedcopy" / seed_id
+        shutil.copytree(ROOT / "seeds" / seed_id, dest)
+        return dest
+
+    return make

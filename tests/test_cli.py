@@ -1,0 +1,47 @@
+"""The `sandmle` command: every command has help; doctor reports; errors are one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+
+from conftest import ROOT
+
+
+def _walk(cmd: click.Command, path=()):
+    yield path, cmd
+    if isinstance(cmd, click.Group):
+        ctx = click.Context(cmd)
+        for name in cmd.list_commands(ctx):
+            yield from _walk(cmd.get_command(ctx, name), path + (name,))
+
+
+def test_every_command_has_help(run_cli):
+    from workbench.cli import cli
+
+    seen = 0
+    for path, cmd in _walk(cli):
+        assert (cmd.help or "").strip(), f"`sandmle {' '.join(path)}` has no help text"
+        res = run_cli(*path, "--help")
+        assert res.code == 0 and "Usage:" in res.out, path
+        for param in cmd.params:
+            if isinstance(param, click.Option) and not param.hidden:
+                assert param.help, f"option {param.opts} of `sandmle {' '.join(path)}` has no help"
+        seen += 1
+    assert seen >= 8
+
+
+def test_doctor_json(run_cli):
+    res = run_cli("doctor", "--json")
+    checks = {c["name"]: c for c in res.json()}
+    assert checks["python"]["ok"] is True
+    assert "training device: cpu" in checks["torch"]["detail"] or "cuda" in checks["torch"]["detail"]
+    assert "schema v" in checks["store"]["detail"]
+    assert "docker daemon" in checks and "ray" in checks and "anthropic key" in checks
+
+
+def test_console_script_runs():
+    out = subprocess.run([sys.executable, "-m", "workbench", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "seeds" in out.stdout

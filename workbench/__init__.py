@@ -1,0 +1,1 @@
+"""SandMLE Workbench: the Textual app and the ``sandmle`` command line. Imports ``engine`` and ``store``."""

@@ -1,0 +1,73 @@
+"""Entry point of ``sandmle``. Every subcommand group lives in its own module."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .common import Context
+
+#: subcommand name → "module:attribute" (loaded lazily so `sandmle --help` stays fast)
+COMMANDS = {
+    "seeds": "workbench.cli.seeds:seeds",
+    "doctor": "workbench.cli.doctor:doctor",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show full tracebacks instead of one-line errors.")
+@click.version_option(package_name="sandmle", prog_name="sandmle")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """SandMLE Workbench: synthesize micro-scale MLE environments and train agents on them with RL.
+
+    With no command, opens the workbench (a terminal UI; works over SSH).
+    """
+    ctx.obj = Context(debug=debug)
+    ctx.call_on_close(ctx.obj.close)
+    if ctx.invoked_subcommand is None:
+        from workbench.app import run_app
+
+        run_app(ctx.obj.store)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; user errors become one line on stderr and a non-zero exit code."""
+    from engine.errors import SandmleError
+    from store import StoreError
+
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="sandmle", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (SandmleError, StoreError) as exc:
+        if debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(getattr(exc, "exit_code", 1))
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)

@@ -1,0 +1,111 @@
+"""`sandmle seeds …`: list, show, import, enable/disable and tag seed tasks."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, emit_json, pass_ctx, table
+
+
+@click.group()
+def seeds() -> None:
+    """Curate seed tasks (the real competitions that synthesis imitates)."""
+
+
+@seeds.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.option("--modality", help="Only seeds of this modality.")
+@click.option("--enabled/--all", "only_enabled", default=False, help="Only enabled seeds.")
+@pass_ctx
+def list_(ctx: Context, as_json: bool, modality: str | None, only_enabled: bool) -> None:
+    """List the seeds in the store."""
+    rows = ctx.store.seeds.list(modality=modality, enabled=True if only_enabled else None)
+    if as_json:
+        emit_json([{k: r[k] for k in ("id", "title", "modality", "task_type", "metric", "lower_is_better",
+                                      "enabled", "tags", "origin", "n_envs", "n_verified")} for r in rows])
+        return
+    table([(r["id"], r["modality"], r["task_type"], r["metric"], "yes" if r["enabled"] else "no",
+            ",".join(r["tags"]), r["n_verified"]) for r in rows],
+          ["id", "modality", "task", "metric", "enabled", "tags", "envs"])
+
+
+@seeds.command("show")
+@click.argument("seed_id")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def show(ctx: Context, seed_id: str, as_json: bool) -> None:
+    """Show one seed: card, schema and description."""
+    seed = ctx.store.seeds.get(seed_id)
+    if as_json:
+        emit_json(seed)
+        return
+    direction = "minimize" if seed["lower_is_better"] else "maximize"
+    click.echo(f"{seed['id']}: {seed['title']}")
+    click.echo(f"  modality {seed['modality']} · task {seed['task_type']} · metric {seed['metric']} ({direction})")
+    click.echo(f"  id column {seed['id_column']} · targets {', '.join(seed['target_columns'])}")
+    click.echo(f"  original size train {seed['train_size']:,} / test {seed['test_size']:,}")
+    if seed["origin"]:
+        click.echo(f"  origin {seed['origin']}")
+    click.echo(f"  enabled {'yes' if seed['enabled'] else 'no'} · tags {', '.join(seed['tags']) or '-'}")
+    if seed["hints"]:
+        click.echo("  hints " + ", ".join(f"{k}={v}" for k, v in seed["hints"].items()))
+    click.echo("\nschema:")
+    table([(c["name"], c["dtype"], c["role"], c.get("description", "")) for c in seed["columns"]],
+          ["column", "dtype", "role", "description"])
+    click.echo("\n" + seed["description"].strip())
+
+
+@seeds.command("import")
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised.")
+@click.option("--json", "as_json", is_flag=True, help="Print the imported seeds as JSON.")
+@pass_ctx
+def import_(ctx: Context, path: str, metric: str | None, as_json: bool) -> None:
+    """Import a seed folder, an MLE-bench competition folder, or a folder of them.
+
+    Every seed is validated before anything is stored: one bad seed stores none.
+    """
+    from engine.mlebench import is_mlebench_folder, load_mlebench_folder
+    from engine.seeds import import_seeds
+    from pathlib import Path
+
+    if metric and is_mlebench_folder(Path(path)):
+        seed = load_mlebench_folder(path, metric=metric)
+        ctx.store.seeds.upsert(seed.to_row())
+        imported = [seed]
+    else:
+        imported = import_seeds(ctx.store, path)
+    if as_json:
+        emit_json([{"id": s.id, "modality": s.modality, "metric": s.metric, "source_format": s.source_format}
+                   for s in imported])
+    else:
+        click.echo(f"imported {len(imported)} seed(s): {', '.join(s.id for s in imported)}")
+
+
+@seeds.command("enable")
+@click.argument("seed_id")
+@pass_ctx
+def enable(ctx: Context, seed_id: str) -> None:
+    """Enable a seed for synthesis."""
+    ctx.store.seeds.set_enabled(seed_id, True)
+    click.echo(f"{seed_id}: enabled")
+
+
+@seeds.command("disable")
+@click.argument("seed_id")
+@pass_ctx
+def disable(ctx: Context, seed_id: str) -> None:
+    """Disable a seed (kept in the store, skipped by synthesis)."""
+    ctx.store.seeds.set_enabled(seed_id, False)
+    click.echo(f"{seed_id}: disabled")
+
+
+@seeds.command("tag")
+@click.argument("seed_id")
+@click.argument("tag")
+@click.option("--remove", is_flag=True, help="Remove the tag instead of adding it.")
+@pass_ctx
+def tag(ctx: Context, seed_id: str, tag: str, remove: bool) -> None:
+    """Add (or --remove) a tag on a seed."""
+    tags = ctx.store.seeds.tag(seed_id, tag, remove=remove)
+    click.echo(f"{seed_id}: tags {', '.join(tags) or '-'}")
