@@ -13,6 +13,7 @@ from .common import Context
 COMMANDS = {
     "seeds": "workbench.cli.seeds:seeds",
     "doctor": "workbench.cli.doctor:doctor",
+    "bench": "workbench.cli.bench:bench",
 }
 
 
