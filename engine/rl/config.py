@@ -1,0 +1,189 @@
+"""One config dataclass per algorithm (as TRL does): every field carries help text, ``__post_init__`` rejects
+bad values with a ``ValueError`` naming the field, and :func:`load_config` merges a ``--config FILE.toml`` with
+command-line flags (unknown keys are rejected with the key and the file)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..errors import ConfigError
+
+
+def _f(default: Any, help: str, **kw: Any) -> Any:
+    if callable(default) and not isinstance(default, type):
+        return field(default_factory=default, metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
+
+
+@dataclass
+class _Common:
+    model: str = _f("tiny", "base model: a local folder or hub id; 'tiny' = the project's locally built tiny model")
+    adapter: str | None = _f(None, "start from this PEFT adapter folder (e.g. the SFT adapter)")
+    lr: float = _f(1e-4, "learning rate (AdamW)")
+    weight_decay: float = _f(0.0, "AdamW weight decay")
+    max_grad_norm: float = _f(1.0, "gradient clipping norm")
+    lora_r: int = _f(16, "LoRA rank")
+    lora_alpha: int = _f(32, "LoRA alpha")
+    lora_dropout: float = _f(0.0, "LoRA dropout")
+    seed: int = _f(0, "RNG seed (torch, python, numpy, sampling)")
+    device: str | None = _f(None, "cuda | cpu; default: cuda when available (bf16 where supported), else cpu")
+    name: str | None = _f(None, "a name for the run")
+
+    def _check_common(self) -> None:
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0 (got {self.lr})")
+        if self.lora_r < 1:
+            raise ValueError(f"lora_r must be >= 1 (got {self.lora_r})")
+        if self.max_grad_norm <= 0:
+            raise ValueError(f"max_grad_norm must be > 0 (got {self.max_grad_norm})")
+        if not 0 <= self.lora_dropout < 1:
+            raise ValueError(f"lora_dropout must be in [0, 1) (got {self.lora_dropout})")
+        if self.device not in (None, "cpu", "cuda") and not str(self.device).startswith("cuda:"):
+            raise ValueError(f"device must be cpu or cuda (got {self.device!r})")
+
+
+@dataclass
+class GRPOConfig(_Common):
+    """Trajectory-wise GRPO over whole multi-turn episodes."""
+
+    steps: int = _f(20, "optimizer steps (one batch of groups each)")
+    envs_per_step: int = _f(4, "environments per step (the batch); each gets a group of `group_size` rollouts")
+    group_size: int = _f(4, "rollouts per environment (G); advantages are normalized within the group")
+    env_split: str = _f("train", "which environments to train on (store split: train | heldout | all)")
+    env_ids: list[str] = _f(list, "explicit environment ids (overrides env_split)")
+    scaffold: str = _f("react", "scaffold the policy acts in during training")
+    reward: str = _f("milestone", "reward scheme: milestone | sparse")
+    max_turns: int = _f(15, "most model calls per episode")
+    max_new_tokens: int = _f(256, "most generated tokens per turn")
+    temperature: float = _f(1.0, "sampling temperature")
+    top_p: float = _f(1.0, "nucleus sampling")
+    step_timeout_s: float = _f(300.0, "time limit of one code execution")
+    episode_timeout_s: float = _f(1200.0, "time limit of one episode")
+    clip_low: float = _f(0.2, "lower clip of the ratio: 1 - clip_low")
+    clip_high: float = _f(0.28, "upper clip of the ratio (clip-higher): 1 + clip_high")
+    kl_coef: float = _f(0.0, "KL penalty to the base model (adapter disabled); 0 = off (default)")
+    scale_rewards: bool = _f(True, "divide advantages by the group's reward std (Dr. GRPO: False)")
+    equal_group: str = _f("skip", "groups whose rewards are all equal carry no signal: skip | downweight")
+    equal_group_weight: float = _f(0.1, "loss weight of an all-equal group when equal_group = downweight")
+    mu: int = _f(1, "optimizer passes over each batch (ratio is 1 on the first pass)")
+    micro_batch: int = _f(4, "trajectories per forward pass (gradient accumulation over the batch)")
+    max_seq_len: int = _f(4096, "longer trajectories are cut at the end (cut tokens get no loss)")
+    curriculum: bool = _f(True, "sample environments by the reward variance of their recent groups")
+    curriculum_window: int = _f(3, "recent groups per environment the curriculum looks at")
+    curriculum_floor: float = _f(0.05, "least sampling weight of any environment (exploration)")
+    save_every: int = _f(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
+    rollout_workers: int = _f(2, "rollouts in flight at once (sandbox runs overlap with generation)")
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1 (got {self.steps})")
+        if self.group_size < 2:
+            raise ValueError(f"group_size must be >= 2: a group of one has no baseline (got {self.group_size})")
+        if self.envs_per_step < 1:
+            raise ValueError(f"envs_per_step must be >= 1 (got {self.envs_per_step})")
+        if not 0 < self.clip_low < 1:
+            raise ValueError(f"clip_low must be in (0, 1) (got {self.clip_low})")
+        if self.clip_high <= 0:
+            raise ValueError(f"clip_high must be > 0 (got {self.clip_high})")
+        if self.kl_coef < 0:
+            raise ValueError(f"kl_coef must be >= 0 (got {self.kl_coef})")
+        if self.equal_group not in ("skip", "downweight"):
+            raise ValueError(f"equal_group must be skip or downweight (got {self.equal_group!r})")
+        if not 0 <= self.equal_group_weight <= 1:
+            raise ValueError(f"equal_group_weight must be in [0, 1] (got {self.equal_group_weight})")
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0 (got {self.temperature})")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1] (got {self.top_p})")
+        for name in ("max_turns", "max_new_tokens", "mu", "micro_batch", "save_every", "rollout_workers",
+                     "curriculum_window", "max_seq_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1 (got {getattr(self, name)})")
+        if self.env_split not in ("train", "heldout", "all"):
+            raise ValueError(f"env_split must be train, heldout or all (got {self.env_split!r})")
+        if self.scaffold not in ("react", "aide", "oneshot"):
+            raise ValueError(f"scaffold must be react, aide or oneshot (got {self.scaffold!r})")
+        if self.reward not in ("milestone", "sparse"):
+            raise ValueError(f"reward must be milestone or sparse (got {self.reward!r})")
+
+
+@dataclass
+class SFTConfig(_Common):
+    """Supervised fine-tuning (TRL SFTTrainer) on stored trajectories filtered by reward."""
+
+    lr: float = _f(5e-4, "learning rate")
+    epochs: float = _f(3.0, "passes over the filtered trajectories")
+    batch_size: int = _f(4, "trajectories per optimizer step")
+    min_reward: float = _f(0.5, "keep trajectories with reward >= this")
+    source_run: str | None = _f(None, "only trajectories of this run (e.g. a scripted rollout run)")
+    source_policy: str | None = _f(None, "only trajectories of this policy (e.g. 'scripted')")
+    env_split: str = _f("train", "only trajectories on environments of this split (train | heldout | all)")
+    max_seq_len: int = _f(4096, "longer samples are truncated")
+    max_samples: int | None = _f(None, "cap the number of training trajectories")
+    save_every: int = _f(50, "save a checkpoint every K optimizer steps")
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        if self.epochs <= 0:
+            raise ValueError(f"epochs must be > 0 (got {self.epochs})")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 (got {self.batch_size})")
+        if self.max_seq_len < 8:
+            raise ValueError(f"max_seq_len must be >= 8 (got {self.max_seq_len})")
+        if self.env_split not in ("train", "heldout", "all"):
+            raise ValueError(f"env_split must be train, heldout or all (got {self.env_split!r})")
+        if self.save_every < 1:
+            raise ValueError(f"save_every must be >= 1 (got {self.save_every})")
+
+
+C = TypeVar("C", GRPOConfig, SFTConfig)
+
+
+def field_help(cls: type) -> dict[str, str]:
+    """Field name → help text (for `--help` and the workbench's launch form)."""
+    return {f.name: f.metadata.get("help", "") for f in fields(cls)}
+
+
+def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> C:
+    """Build a config from a TOML file (top level or a ``[grpo]``/``[sft]`` table) plus overrides (flags set
+    by the user; ``None`` values are ignored). Errors become :class:`ConfigError` naming the key and file."""
+    data: dict[str, Any] = {}
+    where = "flags"
+    if path is not None:
+        where = str(path)
+        try:
+            raw = tomllib.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: no such config file") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+        section = "grpo" if cls is GRPOConfig else "sft"
+        data = dict(raw.get(section, raw)) if section in raw else dict(raw)
+    known = {f.name for f in fields(cls)}
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"{where}: unknown key {key!r} for {cls.__name__} (known: {', '.join(sorted(known))})")
+    for key, value in (overrides or {}).items():
+        if value is None or (isinstance(value, (tuple, list)) and not value and key in data):
+            continue
+        if key not in known:
+            raise ConfigError(f"unknown option {key!r} for {cls.__name__}")
+        data[key] = list(value) if isinstance(value, tuple) else value
+    try:
+        return cls(**data)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def config_from_dict(cls: type[C], data: dict[str, Any]) -> C:
+    """Rebuild a stored config (``runs.config``), ignoring keys a newer/older version does not know."""
+    known = {f.name for f in fields(cls) if f.default is not MISSING or f.default_factory is not MISSING}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    return asdict(cfg)

@@ -1,0 +1,81 @@
+"""One GRPO optimizer step on a batch of trajectories already turned into token sequences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from .objective import TokenSequence, collate, grpo_loss, sequence_logprobs
+
+
+@dataclass
+class UpdateStats:
+    loss: float = 0.0
+    pg_loss: float = 0.0
+    kl: float = 0.0
+    clip_fraction: float = 0.0
+    ratio_mean: float = 1.0
+    grad_norm: float = 0.0
+    trained_trajectories: int = 0
+    trained_tokens: int = 0
+
+
+def grpo_update(
+    model: Any, optimizer: torch.optim.Optimizer, seqs: Sequence[TokenSequence], advantages: Sequence[float],
+    weights: Sequence[float], *, clip_low: float = 0.2, clip_high: float = 0.28, kl_coef: float = 0.0,
+    temperature: float = 1.0, micro_batch: int = 4, mu: int = 1, max_grad_norm: float = 1.0, pad_id: int = 0,
+    device: str = "cpu",
+) -> UpdateStats:
+    """``mu`` passes of: token-mean clipped loss over every model token of the trajectories with weight > 0,
+    accumulated over micro-batches, then one clipped optimizer step. Trajectories with weight 0 (skipped
+    groups, timed-out episodes) never reach the model."""
+    keep = [i for i, w in enumerate(weights) if w > 0 and seqs[i].model_tokens > 0]
+    stats = UpdateStats()
+    if not keep:
+        return stats
+    normalizer = sum(weights[i] * seqs[i].model_tokens for i in keep)
+    stats.trained_trajectories = len(keep)
+    stats.trained_tokens = sum(seqs[i].model_tokens for i in keep)
+    chunks = [keep[j:j + micro_batch] for j in range(0, len(keep), micro_batch)]
+    model.train()
+    totals = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "clip": 0.0, "ratio": 0.0, "n": 0}
+    for _ in range(mu):
+        optimizer.zero_grad(set_to_none=True)
+        for idx in chunks:
+            batch = collate([seqs[i] for i in idx], [advantages[i] for i in idx], [weights[i] for i in idx], pad_id)
+            ids, att = batch.input_ids.to(device), batch.attention_mask.to(device)
+            new_lp = sequence_logprobs(model, ids, att, temperature)
+            ref_lp = None
+            if kl_coef > 0:
+                with torch.no_grad(), model.disable_adapter():
+                    ref_lp = sequence_logprobs(model, ids, att, temperature)
+            loss, ls = grpo_loss(
+                new_lp, batch.old_logprobs.to(device), batch.advantages.to(device), batch.loss_mask.to(device),
+                weights=batch.weights.to(device), clip_low=clip_low, clip_high=clip_high, ref_logprobs=ref_lp,
+                kl_coef=kl_coef, normalizer=normalizer,
+            )
+            loss.backward()
+            totals["loss"] += ls.loss
+            totals["pg"] += ls.pg_loss
+            totals["kl"] += ls.kl * ls.tokens
+            totals["clip"] += ls.clip_fraction * ls.tokens
+            totals["ratio"] += ls.ratio_mean * ls.tokens
+            totals["n"] += ls.tokens
+        params = [p for p in model.parameters() if p.requires_grad]
+        stats.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item())
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    n = max(totals["n"], 1)
+    stats.loss = totals["loss"] / mu
+    stats.pg_loss = totals["pg"] / mu
+    stats.kl = totals["kl"] / n
+    stats.clip_fraction = totals["clip"] / n
+    stats.ratio_mean = totals["ratio"] / n
+    return stats
+
+
+def make_optimizer(model: Any, lr: float, weight_decay: float = 0.0) -> torch.optim.Optimizer:
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)

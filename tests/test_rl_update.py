@@ -1,0 +1,111 @@
+"""A GRPO step on a tiny real model (transformers + PEFT): LoRA moves, the base does not, observations are
+masked, and the saved adapter reloads with plain PEFT."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from engine.rl.modeling import load_for_training
+from engine.rl.objective import build_sequence
+from engine.rl.update import grpo_update, make_optimizer
+from rl_tiny import build_tiny
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    return build_tiny(tmp_path_factory.mktemp("tiny") / "model")
+
+
+def _turns(tok, answer: str, obs: str = "Observation: accuracy 0.81\n"):
+    enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
+    return [{"role": "system", "token_ids": enc("system: solve the task\n")},
+            {"role": "user", "token_ids": enc("train.csv test.csv\n")},
+            {"role": "assistant", "token_ids": enc(answer), "logprobs": None},
+            {"role": "tool", "token_ids": enc(obs)},
+            {"role": "assistant", "token_ids": enc("submission.to_csv('submission.csv')\n"), "logprobs": None}]
+
+
+def _split(model):
+    lora, base = {}, {}
+    for n, p in model.named_parameters():
+        (lora if "lora_" in n else base)[n] = p.detach().clone()
+    return lora, base
+
+
+def test_grpo_step_moves_lora_only_and_prefers_the_better_trajectory(tiny_dir, tmp_path):
+    torch.manual_seed(0)
+    model, tok, dev = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    good = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    bad = build_sequence(_turns(tok, "test = pd.read_csv('train.csv')\n"))
+    lora0, base0 = _split(model)
+
+    def seq_lp(seq):
+        ids = torch.tensor([seq.input_ids])
+        with torch.no_grad():
+            lp = model(input_ids=ids).logits[:, :-1].log_softmax(-1).gather(2, ids[:, 1:, None]).squeeze(-1)
+        p = len(seq.prompt_ids)
+        m = torch.tensor([0] * p + seq.env_mask, dtype=torch.float32)[1:]
+        return float((lp[0] * m).sum())
+
+    before = seq_lp(good) - seq_lp(bad)
+    opt = make_optimizer(model, lr=5e-3)
+    for _ in range(5):
+        st = grpo_update(model, opt, [good, bad], [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    assert st.trained_trajectories == 2 and st.trained_tokens == good.model_tokens + bad.model_tokens
+    lora1, base1 = _split(model)
+    assert lora0 and base0
+    assert any(not torch.equal(lora0[n], lora1[n]) for n in lora0), "LoRA weights did not change"
+    assert all(torch.equal(base0[n], base1[n]) for n in base0), "a base weight changed"
+    after = seq_lp(good) - seq_lp(bad)
+    assert after > before, (before, after)
+
+    # the adapter saves in PEFT's format and reloads with plain PEFT to the same outputs
+    model.save_pretrained(tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_config.json").is_file()
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").is_file()
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    fresh = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_dir), tmp_path / "adapter")
+    ids = torch.tensor([good.input_ids])
+    model.eval()
+    fresh.eval()
+    with torch.no_grad():
+        assert torch.allclose(model(input_ids=ids).logits, fresh(input_ids=ids).logits, atol=1e-5)
+
+
+def test_observation_tokens_get_no_gradient_through_the_model(tiny_dir):
+    """Changing an observation's tokens changes the context but its own positions carry zero loss weight:
+    a batch whose only model tokens have advantage 0 yields exactly zero gradient."""
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    opt = make_optimizer(model, lr=1e-2)
+    lora0, _ = _split(model)
+    st = grpo_update(model, opt, [seq], [0.0], [1.0])
+    lora1, _ = _split(model)
+    assert st.trained_tokens == seq.model_tokens
+    assert all(torch.equal(lora0[n], lora1[n]) for n in lora0)
+    assert st.grad_norm == 0.0
+
+
+def test_skipped_trajectories_never_reach_the_model(tiny_dir):
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    opt = make_optimizer(model, lr=1e-2)
+    lora0, _ = _split(model)
+    st = grpo_update(model, opt, [seq, seq], [1.0, -1.0], [0.0, 0.0])
+    assert st.trained_trajectories == 0
+    assert all(torch.equal(lora0[n], p) for n, p in _split(model)[0].items())
+
+
+def test_kl_to_the_base_uses_the_same_model_with_the_adapter_disabled(tiny_dir):
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    opt = make_optimizer(model, lr=5e-2)
+    st0 = grpo_update(model, opt, [seq], [1.0], [1.0], kl_coef=0.1)
+    assert st0.kl == pytest.approx(0.0, abs=1e-6)   # LoRA B = 0 at start: policy == base
+    st1 = grpo_update(model, opt, [seq], [1.0], [1.0], kl_coef=0.1)
+    assert st1.kl > 0 and math.isfinite(st1.loss)
