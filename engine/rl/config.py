@@ -13,7 +13,7 @@ from ..errors import ConfigError
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:
-    if callable(default) and not isinstance(default, type):
+    if default in (list, dict) or (callable(default) and not isinstance(default, type)):
         return field(default_factory=default, metadata={"help": help}, **kw)
     return field(default=default, metadata={"help": help}, **kw)
 

@@ -14,6 +14,8 @@ COMMANDS = {
     "seeds": "workbench.cli.seeds:seeds",
     "doctor": "workbench.cli.doctor:doctor",
     "bench": "workbench.cli.bench:bench",
+    "train": "workbench.cli.train:train",
+    "runs": "workbench.cli.runs:runs",
 }
 
 

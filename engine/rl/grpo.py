@@ -1,0 +1,252 @@
+"""Trajectory-wise GRPO, a compact loop on torch + PEFT (see README "Training" for why not TRL's GRPOTrainer).
+
+Per step: pick environments (curriculum), run G rollouts each in the scaffold with the current policy (episodes
+stored as they finish), turn each trajectory into its exact token sequence (observations masked), compute
+group-normalized advantages (timed-out episodes masked, all-equal groups skipped or down-weighted), one clipped
+token-mean update of the LoRA adapter, metrics to the store, and a checkpoint every K steps. Resuming restores the
+adapter, optimizer, RNG and curriculum from the last checkpoint and takes back the rollouts already stored for the
+steps after it, so no step is counted twice and no stored rollout is lost or sampled again."""
+
+from __future__ import annotations
+
+import random
+import signal
+import statistics
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..errors import TrainingError
+from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
+from .config import GRPOConfig, config_from_dict
+from .curriculum import Curriculum
+from .objective import build_sequence, group_advantages
+from .rollouts import Rollout, collect, stored_plan
+from .update import grpo_update, make_optimizer
+
+PolicyFactory = Callable[[Any, Any, GRPOConfig], Any]
+EpisodeFn = Callable[..., Any]
+
+
+def default_policy_factory(model: Any, tokenizer: Any, cfg: GRPOConfig) -> Any:
+    """The agents' hf policy around the live (training) model: it renders, samples and records exact tokens."""
+    from ..agents.policies.hf import HFPolicy
+
+    return HFPolicy.from_loaded(model, tokenizer, temperature=cfg.temperature, top_p=cfg.top_p,
+                                max_new_tokens=cfg.max_new_tokens)
+
+
+def default_episode_fn() -> EpisodeFn:
+    from ..agents.rollout import run_episode
+
+    return run_episode
+
+
+def select_envs(store, cfg: GRPOConfig) -> list[str]:
+    if cfg.env_ids:
+        for e in cfg.env_ids:
+            store.envs.get(e)
+        return list(cfg.env_ids)
+    split = None if cfg.env_split == "all" else cfg.env_split
+    rows = store.envs.list(status="verified", split=split)
+    if not rows:
+        raise TrainingError(f"no verified environments in split {cfg.env_split!r}",
+                            hint="synthesize some first: sandmle envs synthesize")
+    return [r["id"] for r in rows]
+
+
+class GRPOTrainer:
+    def __init__(self, store, cfg: GRPOConfig, *, run_id: str | None = None, parent_id: str | None = None,
+                 policy_factory: PolicyFactory | None = None, episode_fn: EpisodeFn | None = None,
+                 on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None):
+        self.store, self.cfg = store, cfg
+        self.policy_factory = policy_factory or default_policy_factory
+        self.episode_fn = episode_fn
+        self.on_step, self.on_rollout = on_step, on_rollout
+        self.env_ids = select_envs(store, cfg)
+        if run_id is None:
+            from store.runs import new_id
+
+            run_id = new_id("grpo")
+            self.run_dir = store.data_dir / "runs" / run_id
+            store.runs.create("grpo", asdict(cfg), name=cfg.name, parent_id=parent_id, dir=str(self.run_dir),
+                              run_id=run_id)
+        else:
+            row = store.runs.get(run_id)
+            self.run_dir = Path(row["dir"]) if row.get("dir") else store.data_dir / "runs" / run_id
+        self.run_id = run_id
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._stop = threading.Event()
+        self.model = self.tokenizer = self.optimizer = None
+        self.start_step = 1
+
+    # ------------------------------------------------------------------ construction / resume
+    @classmethod
+    def resume(cls, store, run_id: str, **kw: Any) -> "GRPOTrainer":
+        row = store.runs.get(run_id)
+        if row["kind"] != "grpo":
+            raise TrainingError(f"run {row['id']} is a {row['kind']} run; only grpo runs resume here")
+        if row["status"] == "done":
+            raise TrainingError(f"run {row['id']} already finished")
+        cfg = config_from_dict(GRPOConfig, row["config"])
+        return cls(store, cfg, run_id=row["id"], **kw)
+
+    def setup(self) -> None:
+        from .modeling import load_for_training, resolve_model
+
+        cfg = self.cfg
+        random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        self.model, self.tokenizer, self.device = load_for_training(
+            resolve_model(cfg.model, self.store), adapter=cfg.adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout, device=cfg.device)
+        self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
+        self.curriculum = Curriculum(self.env_ids, window=cfg.curriculum_window, floor=cfg.curriculum_floor,
+                                     enabled=cfg.curriculum)
+        self.rng = random.Random(cfg.seed)
+        ckpt = self.store.runs.latest_checkpoint(self.run_id)
+        if ckpt is not None:
+            if not verify(ckpt):
+                raise TrainingError(f"checkpoint {ckpt['path']} does not match its recorded hash")
+            load_adapter_weights(self.model, ckpt["path"])
+            state = load_state(ckpt["path"])
+            if "optimizer" in state:
+                self.optimizer.load_state_dict(state["optimizer"])
+            set_rng_state(state["rng"])
+            extra = state.get("extra", {})
+            if "curriculum" in extra:
+                self.curriculum = Curriculum.from_state(extra["curriculum"])
+            if "sampler_rng" in extra:
+                self.rng.setstate(extra["sampler_rng"])
+            self.start_step = int(state["step"]) + 1
+        self.policy = self.policy_factory(self.model, self.tokenizer, cfg)
+        if self.episode_fn is None:
+            self.episode_fn = default_episode_fn()
+
+    # ------------------------------------------------------------------ one step
+    def _run_one(self, env_id: str, group_id: str, rng_seed: int, step: int) -> Any:
+        from ..environment import EnvSpec
+
+        cfg = self.cfg
+        return self.episode_fn(
+            EnvSpec.from_store(self.store, env_id), self.policy, scaffold=cfg.scaffold, store=self.store,
+            run_id=self.run_id, group_id=group_id, step=step, rng_seed=rng_seed, max_turns=cfg.max_turns,
+            step_timeout_s=cfg.step_timeout_s, episode_timeout_s=cfg.episode_timeout_s, reward=cfg.reward)
+
+    def plan(self, step: int) -> list[str]:
+        """The step's environments: those of groups already stored for it (resume), the rest from the curriculum."""
+        have = stored_plan(self.store, self.run_id, step)
+        fresh = self.curriculum.sample(self.cfg.envs_per_step, self.rng)
+        return [have.get(k, fresh[k]) for k in range(self.cfg.envs_per_step)]
+
+    def step(self, step: int) -> dict[str, float]:
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        env_ids = self.plan(step)
+        self.model.eval()
+        with torch.no_grad():
+            got = collect(self.store, self.run_id, step, env_ids, cfg.group_size, cfg.seed,
+                          lambda e, g, s: self._run_one(e, g, s, step), workers=cfg.rollout_workers,
+                          on_done=self.on_rollout)
+        rollouts = got.rollouts
+        stats = group_advantages([r.reward for r in rollouts], [r.group_id for r in rollouts],
+                                 masked=[r.timed_out for r in rollouts], scale=cfg.scale_rewards,
+                                 equal_group=cfg.equal_group, equal_weight=cfg.equal_group_weight)
+        by_group: dict[str, list[Rollout]] = {}
+        for r in rollouts:
+            by_group.setdefault(r.group_id, []).append(r)
+        for members in by_group.values():
+            live = [m.reward for m in members if not m.timed_out]
+            self.curriculum.update(members[0].env_id, live)
+        seqs, adv, weights = [], [], []
+        for r, a, w in zip(rollouts, stats.advantages, stats.weights):
+            try:
+                seqs.append(build_sequence(r.turns, max_len=cfg.max_seq_len))
+            except ValueError as exc:
+                raise TrainingError(f"trajectory {r.id}: {exc}") from None
+            adv.append(a)
+            weights.append(w)
+        t_upd = time.perf_counter()
+        up = grpo_update(self.model, self.optimizer, seqs, adv, weights, clip_low=cfg.clip_low,
+                         clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, temperature=cfg.temperature,
+                         micro_batch=cfg.micro_batch, mu=cfg.mu, max_grad_norm=cfg.max_grad_norm,
+                         pad_id=self.tokenizer.pad_token_id or 0, device=self.device)
+        rewards = [r.reward for r in rollouts]
+        wall = sum(r.wall_s for r in rollouts) or 1e-9
+        ranks = [r.human_rank for r in rollouts if r.human_rank is not None]
+        metrics = {
+            "reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
+            "valid_rate": statistics.fmean(r.valid for r in rollouts),
+            "medal_rate": statistics.fmean(r.medal for r in rollouts),
+            "human_rank": statistics.fmean(ranks) if ranks else None,
+            "loss": up.loss, "pg_loss": up.pg_loss, "kl": up.kl, "clip_fraction": up.clip_fraction,
+            "ratio_mean": up.ratio_mean, "grad_norm": up.grad_norm,
+            "tokens": float(sum(s.model_tokens for s in seqs)), "seq_tokens": float(sum(len(s.input_ids) for s in seqs)),
+            "trained_trajectories": float(up.trained_trajectories),
+            "skipped_groups": float(stats.equal_groups), "groups": float(stats.groups),
+            "timed_out": float(stats.masked), "reused_rollouts": float(got.reused),
+            "rollout_s": got.wall_s, "update_s": time.perf_counter() - t_upd,
+            "sandbox_wait_share": sum(r.sandbox_s for r in rollouts) / wall,
+            "step_s": time.perf_counter() - t0,
+        }
+        self.store.runs.log_metrics(self.run_id, step, metrics)
+        return metrics
+
+    # ------------------------------------------------------------------ the loop
+    def request_stop(self, *_: Any) -> None:
+        self._stop.set()
+
+    def _stop_requested(self) -> bool:
+        if self._stop.is_set():
+            return True
+        row = self.store.runs.get(self.run_id)
+        return row["status"] == "stopped"
+
+    def checkpoint(self, step: int) -> Path:
+        return save_checkpoint(self.store, self.run_id, self.run_dir, step, self.model, optimizer=self.optimizer,
+                               extra={"curriculum": self.curriculum.state_dict(), "sampler_rng": self.rng.getstate()})
+
+    def train(self) -> dict[str, Any]:
+        if self.model is None:
+            self.setup()
+        cfg = self.cfg
+        self.store.runs.start(self.run_id)
+        old_handler = None
+        if threading.current_thread() is threading.main_thread():
+            old_handler = signal.signal(signal.SIGTERM, self.request_stop)
+        last_saved = self.start_step - 1
+        done = self.start_step - 1
+        status = "done"
+        try:
+            for step in range(self.start_step, cfg.steps + 1):
+                if self._stop_requested():
+                    status = "stopped"
+                    break
+                metrics = self.step(step)
+                done = step
+                if step % cfg.save_every == 0 or step == cfg.steps:
+                    self.checkpoint(step)
+                    last_saved = step
+                if self.on_step:
+                    self.on_step(step, metrics)
+        except KeyboardInterrupt:
+            status = "stopped"
+        except BaseException as exc:
+            if done > last_saved and self.model is not None:
+                self.checkpoint(done)
+            self.store.runs.finish(self.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            if old_handler is not None:
+                signal.signal(signal.SIGTERM, old_handler)
+        if done > last_saved:
+            self.checkpoint(done)
+        latest = self.store.runs.latest_checkpoint(self.run_id)
+        summary = {"steps_done": done, "steps": cfg.steps, "adapter": latest["path"] if latest else None,
+                   "envs": len(self.env_ids)}
+        self.store.runs.finish(self.run_id, status, summary=summary)
+        return summary

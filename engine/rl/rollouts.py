@@ -1,0 +1,129 @@
+"""Collecting the groups of one GRPO step: G rollouts per environment, run concurrently (the sandbox runs code for
+one episode while the model generates for another), stored by the episode runner, and — on resume — taken back
+from the store instead of being sampled again (a stored rollout is never lost nor duplicated)."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class Rollout:
+    """One trajectory as the trainer needs it (from a live episode or from the store)."""
+
+    id: str
+    env_id: str
+    group_id: str
+    rng_seed: int
+    reward: float
+    timed_out: bool
+    turns: list[Any]
+    grade: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    sandbox_s: float = 0.0
+    reused: bool = False
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.grade.get("valid_submission"))
+
+    @property
+    def medal(self) -> bool:
+        return any(bool(self.grade.get(k)) for k in ("gold_medal", "silver_medal", "bronze_medal", "gold",
+                                                       "silver", "bronze"))
+
+    @property
+    def human_rank(self) -> float | None:
+        v = self.grade.get("human_rank")
+        return None if v is None else float(v)
+
+    @classmethod
+    def from_trajectory(cls, t: Any, *, reused: bool = False) -> "Rollout":
+        get = (lambda k, d=None: t.get(k, d)) if isinstance(t, dict) else (lambda k, d=None: getattr(t, k, d))
+        return cls(id=get("id"), env_id=get("env_id"), group_id=get("group_id"), rng_seed=int(get("rng_seed") or 0),
+                   reward=float(get("reward") or 0.0), timed_out=bool(get("timed_out")), turns=list(get("turns") or []),
+                   grade=dict(get("grade") or {}), wall_s=float(get("wall_s") or 0.0),
+                   sandbox_s=float(get("sandbox_s") or (get("reward_breakdown") or {}).get("sandbox_s", 0.0) or 0.0),
+                   reused=reused)
+
+
+def group_id_for(run_id: str, step: int, k: int) -> str:
+    return f"{run_id}/s{step:05d}/g{k:02d}"
+
+
+def rollout_seed(base_seed: int, step: int, k: int, i: int, group_size: int) -> int:
+    return (base_seed * 1_000_003 + step * 10_007 + k * group_size + i) % (2**31 - 1)
+
+
+def stored_plan(store, run_id: str, step: int) -> dict[int, str]:
+    """Group index → env id of the groups already started for this step (from stored trajectories)."""
+    plan: dict[int, str] = {}
+    prefix = f"{run_id}/s{step:05d}/g"
+    rows = store.query("SELECT DISTINCT group_id, env_id FROM trajectories WHERE run_id = ? AND step = ?",
+                       (run_id, step))
+    for r in rows:
+        if r["group_id"] and r["group_id"].startswith(prefix):
+            plan[int(r["group_id"][len(prefix):])] = r["env_id"]
+    return plan
+
+
+def stored_rollouts(store, run_id: str, step: int) -> dict[tuple[str, int], Rollout]:
+    """(group id, rng seed) → the stored rollout of this step."""
+    out: dict[tuple[str, int], Rollout] = {}
+    for row in store.trajectories.list(run_id=run_id):
+        if row.get("step") != step:
+            continue
+        full = store.trajectories.get(row["id"])
+        r = Rollout.from_trajectory(full, reused=True)
+        out[(r.group_id, r.rng_seed)] = r
+    return out
+
+
+@dataclass
+class StepRollouts:
+    rollouts: list[Rollout]
+    wall_s: float
+    reused: int
+
+
+def collect(
+    store, run_id: str, step: int, env_ids: list[str], group_size: int, base_seed: int,
+    run_one: Callable[[str, str, int], Any], *, workers: int = 2, on_done: Callable[[Rollout], None] | None = None,
+) -> StepRollouts:
+    """Run (or take back from the store) ``group_size`` rollouts for each environment of the step.
+    ``run_one(env_id, group_id, rng_seed)`` runs one episode and stores it; it returns a Trajectory."""
+    t0 = time.perf_counter()
+    have = stored_rollouts(store, run_id, step)
+    jobs: list[tuple[str, str, int]] = []
+    done: list[Rollout] = []
+    for k, env_id in enumerate(env_ids):
+        gid = group_id_for(run_id, step, k)
+        for i in range(group_size):
+            seed = rollout_seed(base_seed, step, k, i, group_size)
+            if (gid, seed) in have:
+                done.append(have[(gid, seed)])
+                if on_done:
+                    on_done(have[(gid, seed)])
+            else:
+                jobs.append((env_id, gid, seed))
+    reused = len(done)
+    if jobs:
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="rollout") as pool:
+            futures = [pool.submit(run_one, *job) for job in jobs]
+            try:
+                for fut in futures:
+                    r = Rollout.from_trajectory(fut.result())
+                    done.append(r)
+                    if on_done:
+                        on_done(r)
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+    order = {(group_id_for(run_id, step, k), rollout_seed(base_seed, step, k, i, group_size)): (k, i)
+             for k in range(len(env_ids)) for i in range(group_size)}
+    done.sort(key=lambda r: order.get((r.group_id, r.rng_seed), (10**9, 0)))
+    return StepRollouts(done, time.perf_counter() - t0, reused)

@@ -1,0 +1,145 @@
+"""SFT with TRL's SFTTrainer on stored trajectories filtered by reward: loss only on assistant tokens (the
+pre-tokenized ``assistant_masks`` column), LoRA via PEFT, checkpoints in PEFT's format recorded in the store, metrics
+per logged step, and resume from the last checkpoint (TRL/transformers' own ``resume_from_checkpoint``)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import TrainingError
+from .config import SFTConfig, config_from_dict
+from .render import sft_example
+
+
+def select_trajectories(store, cfg: SFTConfig) -> list[dict[str, Any]]:
+    rows = store.trajectories.list(run_id=cfg.source_run, policy=None, min_reward=cfg.min_reward)
+    if cfg.source_policy:
+        rows = [r for r in rows if r["policy"] == cfg.source_policy or r["policy"].startswith(cfg.source_policy + ":")]
+    if cfg.env_split != "all":
+        allowed = {e["id"] for e in store.envs.list(split=cfg.env_split)}
+        rows = [r for r in rows if r["env_id"] in allowed]
+    rows = [r for r in rows if not r.get("timed_out")]
+    if cfg.max_samples is not None:
+        rows = rows[: cfg.max_samples]
+    if not rows:
+        raise TrainingError(f"no stored trajectories with reward >= {cfg.min_reward} to learn from"
+                            + (f" in run {cfg.source_run}" if cfg.source_run else ""),
+                            hint="collect some first, e.g. sandmle rollout --policy scripted")
+    return rows
+
+
+def build_dataset(store, tokenizer: Any, cfg: SFTConfig):
+    from datasets import Dataset
+
+    examples = []
+    for row in select_trajectories(store, cfg):
+        full = store.trajectories.get(row["id"])
+        ex = sft_example(tokenizer, full["turns"], cfg.max_seq_len)
+        if sum(ex["assistant_masks"]):
+            examples.append(ex)
+    return Dataset.from_list(examples)
+
+
+class SFTRun:
+    def __init__(self, store, cfg: SFTConfig, *, run_id: str | None = None,
+                 on_progress: Callable[[int, int, dict], None] | None = None):
+        self.store, self.cfg, self.on_progress = store, cfg, on_progress
+        if run_id is None:
+            from store.runs import new_id
+
+            run_id = new_id("sft")
+            self.run_dir = store.data_dir / "runs" / run_id
+            store.runs.create("sft", asdict(cfg), name=cfg.name, dir=str(self.run_dir), run_id=run_id)
+        else:
+            self.run_dir = Path(store.runs.get(run_id)["dir"])
+        self.run_id = run_id
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def resume(cls, store, run_id: str, **kw: Any) -> "SFTRun":
+        row = store.runs.get(run_id)
+        if row["status"] == "done":
+            raise TrainingError(f"run {row['id']} already finished")
+        return cls(store, config_from_dict(SFTConfig, row["config"]), run_id=row["id"], **kw)
+
+    def train(self) -> dict[str, Any]:
+        os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+        from transformers import TrainerCallback
+        from transformers.utils import logging as hf_logging
+        from trl import SFTConfig as TRLSFTConfig
+        from trl import SFTTrainer
+
+        from store.db import sha256_file
+
+        from .modeling import load_for_training, resolve_model, train_dtype
+
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        cfg, store, run_id = self.cfg, self.store, self.run_id
+        model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=cfg.adapter,
+                                               lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                                               lora_dropout=cfg.lora_dropout, device=cfg.device)
+        data = build_dataset(store, tok, cfg)
+        bf16 = device.startswith("cuda") and "bfloat16" in str(train_dtype(device))
+        args = TRLSFTConfig(
+            output_dir=str(self.run_dir / "checkpoints"), num_train_epochs=cfg.epochs,
+            per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.lr, weight_decay=cfg.weight_decay,
+            max_grad_norm=cfg.max_grad_norm, logging_steps=1, save_strategy="steps", save_steps=cfg.save_every,
+            use_cpu=device == "cpu", bf16=bf16, report_to=[], seed=cfg.seed, max_length=cfg.max_seq_len,
+            disable_tqdm=True, lr_scheduler_type="constant", save_only_model=False, dataloader_num_workers=0,
+        )
+        outer = self
+
+        class ToStore(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                vals = {k: v for k, v in (logs or {}).items() if isinstance(v, (int, float))}
+                if vals:
+                    store.runs.log_metrics(run_id, state.global_step, vals)
+                if outer.on_progress:
+                    outer.on_progress(state.global_step, state.max_steps, vals)
+
+            def on_save(self, args, state, control, **kw):
+                path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                f = path / "adapter_model.safetensors"
+                if f.is_file():
+                    store.runs.add_checkpoint(run_id, state.global_step, str(path), sha256_file(f),
+                                              state={"format": "transformers-trainer"})
+
+            def on_step_end(self, args, state, control, **kw):
+                if outer._stop.is_set():
+                    control.should_save = True
+                    control.should_training_stop = True
+
+        self._stop = threading.Event()
+        trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok, callbacks=[ToStore()])
+        latest = store.runs.latest_checkpoint(run_id)
+        resume = latest["path"] if latest and Path(latest["path"]).is_dir() else None
+        store.runs.start(run_id)
+        old = None
+        if threading.current_thread() is threading.main_thread():
+            old = signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
+        try:
+            out = trainer.train(resume_from_checkpoint=resume)
+        except KeyboardInterrupt:
+            self._stop.set()
+            trainer.save_model(str(self.run_dir / "interrupted"))
+            store.runs.finish(run_id, "stopped")
+            raise
+        except BaseException as exc:
+            store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+        final = self.run_dir / "adapter"
+        trainer.save_model(str(final))
+        status = "stopped" if self._stop.is_set() else "done"
+        summary = {"adapter": str(final), "examples": len(data), "steps": trainer.state.global_step,
+                   "train_loss": float(out.training_loss)}
+        store.runs.finish(run_id, status, summary=summary)
+        return summary

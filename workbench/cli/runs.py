@@ -1,0 +1,130 @@
+"""`sandmle runs list|show|stop|resume`: training and eval runs in the store."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+
+import click
+
+from .common import Context, emit_json, pass_ctx, table
+
+
+def _alive(row: dict) -> bool:
+    pid = row.get("pid")
+    if not pid or row.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:  # a zombie is not alive
+        with open(f"/proc/{int(pid)}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _status(row: dict) -> str:
+    if row["status"] == "running" and not _alive(row) and row.get("host") == socket.gethostname():
+        return "dead"   # killed without a chance to say so: resumable
+    return row["status"]
+
+
+@click.group()
+def runs() -> None:
+    """Training, eval and benchmark runs: list, inspect, stop, resume."""
+
+
+@runs.command("list")
+@click.option("--kind", help="Only runs of this kind (sft, grpo, eval, bench, ...).")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def list_(ctx: Context, kind: str | None, as_json: bool) -> None:
+    """List runs, newest first (status 'dead' = killed while running; resume it)."""
+    rows = ctx.store.runs.list(kind=kind)
+    out = []
+    for r in rows:
+        last = ctx.store.runs.last_step(r["id"])
+        out.append({"id": r["id"], "kind": r["kind"], "name": r["name"], "status": _status(r), "step": last,
+                    "steps": (r["config"] or {}).get("steps"), "created_at": r["created_at"]})
+    if as_json:
+        emit_json(out)
+        return
+    table([(o["id"], o["kind"], o["status"], f"{o['step'] or 0}/{o['steps'] or '-'}", o["name"] or "",
+            o["created_at"][:19]) for o in out], ["id", "kind", "status", "step", "name", "created"])
+
+
+@runs.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def show(ctx: Context, run_id: str, as_json: bool) -> None:
+    """Show a run: config, summary, last metrics, checkpoints."""
+    row = ctx.store.runs.get(run_id)
+    metrics = ctx.store.runs.metrics(row["id"])
+    ckpts = ctx.store.runs.checkpoints(row["id"])
+    last = {k: v[-1][1] for k, v in metrics.items() if v}
+    if as_json:
+        emit_json({**row, "status": _status(row), "metrics": {k: v for k, v in metrics.items()},
+                   "checkpoints": [{"step": c["step"], "path": c["path"], "sha256": c["sha256"]} for c in ckpts]})
+        return
+    click.echo(f"{row['id']} ({row['kind']}) {_status(row)}" + (f" · {row['name']}" if row["name"] else ""))
+    if row.get("error"):
+        click.echo(f"  error: {row['error']}")
+    click.echo("config: " + ", ".join(f"{k}={v}" for k, v in (row["config"] or {}).items()))
+    if row["summary"]:
+        click.echo("summary: " + ", ".join(f"{k}={v}" for k, v in row["summary"].items()))
+    if last:
+        step = ctx.store.runs.last_step(row["id"])
+        click.echo(f"last metrics (step {step}):")
+        table([(k, f"{v:.4g}" if isinstance(v, float) else v) for k, v in sorted(last.items())], ["metric", "value"])
+    if ckpts:
+        click.echo("checkpoints:")
+        table([(c["step"], c["path"]) for c in ckpts], ["step", "path"])
+
+
+@runs.command("stop")
+@click.argument("run_id")
+@pass_ctx
+def stop(ctx: Context, run_id: str) -> None:
+    """Ask a running run to stop: it saves a checkpoint after the current step and ends as 'stopped'."""
+    from engine.errors import TrainingError
+
+    row = ctx.store.runs.get(run_id)
+    if row["status"] not in ("running", "pending"):
+        raise TrainingError(f"run {row['id']} is {row['status']}, not running")
+    ctx.store.runs.update(row["id"], status="stopped")
+    if _alive(row) and int(row["pid"]) != os.getpid():
+        os.kill(int(row["pid"]), signal.SIGTERM)
+        click.echo(f"asked {row['id']} (pid {row['pid']}) to stop")
+    else:
+        click.echo(f"marked {row['id']} stopped (no live process)")
+
+
+@runs.command("resume")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@pass_ctx
+def resume(ctx: Context, run_id: str, as_json: bool) -> None:
+    """Continue a stopped, failed or killed run from its last checkpoint, with the same config."""
+    from engine.errors import TrainingError
+
+    row = ctx.store.runs.get(run_id)
+    if row["status"] == "running" and _alive(row) and int(row["pid"]) != os.getpid():
+        raise TrainingError(f"run {row['id']} is still running (pid {row['pid']})", hint="stop it first")
+    if row["kind"] == "grpo":
+        from engine.rl.grpo import GRPOTrainer
+
+        from .train import _run_grpo
+
+        _run_grpo(GRPOTrainer.resume(ctx.store, row["id"]), as_json)
+    elif row["kind"] == "sft":
+        from engine.rl.sft import SFTRun
+
+        from .train import _run_sft
+
+        _run_sft(SFTRun.resume(ctx.store, row["id"]), as_json)
+    else:
+        raise TrainingError(f"run {row['id']} is a {row['kind']} run; only sft and grpo runs resume")

@@ -1,0 +1,149 @@
+"""`sandmle train sft|grpo`: train a LoRA adapter. Every config field is a flag (help text from the config
+dataclass); `--config FILE.toml` supplies defaults that flags override. A progress bar runs on stderr."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import MISSING, fields
+from typing import Any, Callable
+
+import click
+
+from engine.rl.config import GRPOConfig, SFTConfig
+
+from .common import Context, emit_json, pass_ctx
+
+
+def _click_type(tp: Any) -> tuple[Any, bool, bool]:
+    """(click type, is_flag, multiple) for a dataclass field annotation (postponed annotations are strings)."""
+    text = tp if isinstance(tp, str) else repr(tp)
+    if text.startswith("list"):
+        return str, False, True
+    if "bool" in text:
+        return bool, True, False
+    if "int" in text and "float" not in text:
+        return int, False, False
+    if "float" in text:
+        return float, False, False
+    return str, False, False
+
+
+def config_options(cls: type) -> Callable:
+    """Decorate a command with one option per config field (default None = "not given")."""
+    def deco(fn: Callable) -> Callable:
+        for f in reversed(fields(cls)):
+            ctype, is_flag, multiple = _click_type(f.type)
+            name = "--" + f.name.replace("_", "-")
+            default = f.default if f.default is not MISSING else "(see config)"
+            help_text = f"{f.metadata.get('help', '')} [default: {default}]"
+            if is_flag:
+                opt = click.option(f"{name}/--no-{f.name.replace('_', '-')}", f.name, default=None, help=help_text)
+            elif multiple:
+                opt = click.option(name, f.name, multiple=True, type=ctype, help=help_text + " (repeatable)")
+            else:
+                opt = click.option(name, f.name, type=ctype, default=None, help=help_text)
+            fn = opt(fn)
+        return fn
+    return deco
+
+
+def _overrides(cls: type, kw: dict[str, Any]) -> dict[str, Any]:
+    names = {f.name for f in fields(cls)}
+    out = {}
+    for k, v in kw.items():
+        if k in names and v is not None and not (isinstance(v, tuple) and not v):
+            out[k] = list(v) if isinstance(v, tuple) else v
+    return out
+
+
+@click.group()
+def train() -> None:
+    """Train a LoRA adapter: SFT on good trajectories, then trajectory-wise GRPO."""
+
+
+def _bar(total: int, label: str):
+    return click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True)
+
+
+@train.command("grpo")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with GRPO settings.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@config_options(GRPOConfig)
+@pass_ctx
+def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
+    """Trajectory-wise GRPO with LoRA: G rollouts per environment, group-normalized advantages, checkpoints every
+    K steps (resume with `sandmle runs resume ID`)."""
+    from engine.rl.config import load_config
+    from engine.rl.grpo import GRPOTrainer
+
+    cfg = load_config(GRPOConfig, config_file, _overrides(GRPOConfig, kw))
+    trainer = GRPOTrainer(ctx.store, cfg)
+    _run_grpo(trainer, as_json)
+
+
+def _run_grpo(trainer, as_json: bool) -> None:
+    click.echo(f"run {trainer.run_id}", err=True)
+    trainer.setup()
+    bar = _bar(trainer.cfg.steps, f"grpo {trainer.run_id}")
+    bar.update(trainer.start_step - 1)
+
+    def on_step(step: int, m: dict) -> None:
+        bar.label = f"grpo {trainer.run_id} reward {m['reward_mean']:.3f} medal {m['medal_rate']:.2f}"
+        bar.update(1)
+
+    trainer.on_step = on_step
+    with bar:
+        try:
+            summary = trainer.train()
+        except KeyboardInterrupt:
+            summary = {"stopped": True}
+    summary["run_id"] = trainer.run_id
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(f"{trainer.run_id}: {summary.get('steps_done')} / {summary.get('steps')} steps; "
+                   f"adapter {summary.get('adapter')}")
+
+
+@train.command("sft")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with SFT settings.")
+@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@config_options(SFTConfig)
+@pass_ctx
+def sft(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
+    """SFT (TRL) on stored trajectories with reward >= --min-reward; loss on assistant tokens only."""
+    from engine.rl.config import load_config
+    from engine.rl.sft import SFTRun
+
+    cfg = load_config(SFTConfig, config_file, _overrides(SFTConfig, kw))
+    _run_sft(SFTRun(ctx.store, cfg), as_json)
+
+
+def _run_sft(run, as_json: bool) -> None:
+    click.echo(f"run {run.run_id}", err=True)
+    state = types.SimpleNamespace(bar=None, seen=0)
+
+    def on_progress(step: int, total: int, logs: dict) -> None:
+        if state.bar is None:
+            state.bar = _bar(total, f"sft {run.run_id}")
+            state.bar.__enter__()
+        state.bar.update(step - state.seen)
+        state.seen = step
+        if "loss" in logs:
+            state.bar.label = f"sft {run.run_id} loss {logs['loss']:.3f}"
+
+    run.on_progress = on_progress
+    try:
+        summary = run.train()
+    finally:
+        if state.bar is not None:
+            state.bar.__exit__(None, None, None)
+    summary["run_id"] = run.run_id
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(f"{run.run_id}: {summary['examples']} trajectories, {summary['steps']} steps, "
+                   f"loss {summary['train_loss']:.4f}; adapter {summary['adapter']}")
+
+
