@@ -30,6 +30,7 @@ class SandboxSettings(_Section):
     max_procs: int = Field(64, ge=1, description="process/thread limit inside a run")
     max_file_mb: int = Field(512, ge=1, description="largest file a run may write")
     max_output_kb: int = Field(4096, ge=1, description="log kept per run; output past it stops the run")
+    max_disk_mb: int = Field(2048, ge=16, description="disk a workspace may fill (tmpfs quota where allowed)")
     docker_image: str = Field("python:3.11-slim", description="image of the docker backend")
 
 

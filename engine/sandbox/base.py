@@ -26,6 +26,7 @@ class Limits:
     max_procs: int = 64  #: processes + threads
     max_file_mb: int = 512  #: largest file written
     max_output_kb: int = 4096  #: output kept in the log; past it the run is stopped with status output_limit
+    max_disk_mb: int = 2048  #: disk a workspace may fill (a size-limited tmpfs where the machine allows)
     tail_chars: int = 4000  #: characters of stdout/stderr kept for the agent (head + tail)
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,7 +35,8 @@ class Limits:
     @classmethod
     def from_settings(cls, s: Any) -> "Limits":
         return cls(timeout_s=s.timeout_s, cpu_s=s.cpu_s, memory_mb=s.memory_mb, max_procs=s.max_procs,
-                   max_file_mb=s.max_file_mb, max_output_kb=s.max_output_kb)
+                   max_file_mb=s.max_file_mb, max_output_kb=s.max_output_kb,
+                   max_disk_mb=getattr(s, "max_disk_mb", cls.max_disk_mb))
 
 
 @dataclass
@@ -49,6 +51,8 @@ class RunResult:
     stderr_tail: str = ""
     log_path: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: isolation features active during the run (namespaces, cgroups, warm, ...)
+    isolation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -1,163 +1,458 @@
-"""The ``local`` backend: a subprocess per run in its own session, with rlimits, wall-time kill of the whole
-process group, output captured to a capped log file, and a record in the store.
+"""The ``local`` backend: every run confined by :mod:`engine.sandbox.jail` (namespaces, private read-only root,
+uid nobody, rlimits) inside its own cgroups (pids, memory, CPU), watched from outside for wall time, CPU time,
+output, process, memory and disk limits, and recorded in the store with the isolation features it had.
 
-(First version: isolation via bubblewrap / namespaces / cgroups is layered on by ``engine.sandbox`` later
-without changing this interface.)
+Python snippets go to a warm worker (pandas/sklearn already imported, one fresh fork per run) when enabled;
+anything else, or a warm worker that cannot start, runs cold (the jail launcher, then ``exec``).
 """
 
 from __future__ import annotations
 
+import json
 import os
-import resource
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import SandboxError
+from . import features as _features
 from .base import Limits, RunResult, SandboxBackend, Workspace, new_run_id
+from .cgroups import RunCgroup
 from .text import head_tail
 
+#: threads that numeric libraries may start per process (the pids limit counts threads)
+THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
 
-def _preexec(limits: Limits):
-    def apply() -> None:
-        mem = int(limits.memory_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        cpu = int(max(1, limits.cpu_s))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        fsize = int(limits.max_file_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
-    return apply
+def venv_python() -> str:
+    """The interpreter untrusted Python runs with: this virtual env's, by a path the jail mounts."""
+    prefix = os.path.realpath(sys.prefix)
+    cand = os.path.join(prefix, "bin", "python")
+    return cand if os.path.exists(cand) else os.path.realpath(sys.executable)
+
+
+def run_env(workspace: Path) -> dict[str, str]:
+    py_bin = os.path.dirname(venv_python())
+    return {"PATH": f"{py_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(workspace), "PYTHONUNBUFFERED": "1",
+            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", **THREAD_ENV}
 
 
 class LocalWorkspace(Workspace):
-    def __init__(self, backend: "LocalBackend", path: Path, label: str | None):
+    def __init__(self, backend: "LocalBackend", holder: Path, label: str | None, quota: bool):
         self.backend = backend
-        self.path = path
+        self.holder = holder
+        self.path = holder / "work"
         self.label = label
+        self.quota = quota
         self._closed = False
 
+    # ------------------------------------------------------------------ files
     def _safe(self, relpath: str) -> Path:
+        root = self.path.resolve()
         target = (self.path / relpath).resolve()
-        if not str(target).startswith(str(self.path.resolve()) + os.sep) and target != self.path.resolve():
+        if target != root and not str(target).startswith(str(root) + os.sep):
             raise SandboxError(f"path {relpath!r} is outside the workspace")
         return target
 
     def read_file(self, relpath: str) -> bytes:
-        return self._safe(relpath).read_bytes()
+        try:
+            return self._safe(relpath).read_bytes()
+        except FileNotFoundError:
+            raise SandboxError(f"{relpath}: no such file in the workspace") from None
 
     def write_file(self, relpath: str, data: bytes) -> None:
         target = self._safe(relpath)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
+        self.backend._give(target, upto=self.path)
 
+    # ------------------------------------------------------------------ runs
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
             meta: dict[str, Any] | None = None) -> RunResult:
-        if self._closed:
-            raise SandboxError("the workspace is closed")
-        limits = limits or self.backend.default_limits
-        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
-        if argv and argv[0] == "python":
-            argv[0] = sys.executable
-        run_id = new_run_id()
-        log_path = self.backend.log_dir / f"{run_id}.log"
-        meta = dict(meta or {})
-        store = self.backend.store
-        if store is not None:
-            store.sandbox.start({
-                "id": run_id, "backend": "local", "command": " ".join(map(str, argv)), "limits": limits.to_dict(),
-                "isolation": {"rlimits": True}, "log_path": str(log_path), "workdir": str(self.path),
-                "env_id": meta.get("env_id"), "run_id": meta.get("run_id"),
-                "trajectory_id": meta.get("trajectory_id"), "executor": meta.get("executor"),
-            })
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.path), "PYTHONUNBUFFERED": "1",
-               "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "LANG": "C.UTF-8"}
-        out_path = self.path.parent / f".{run_id}.out"
-        err_path = self.path.parent / f".{run_id}.err"
-        cap = limits.max_output_kb * 1024
-        start = time.monotonic()
-        status = None
-        with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
-            proc = subprocess.Popen(argv, cwd=self.path, env=env, stdout=out_f, stderr=err_f,
-                                    stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_preexec(limits))
-            deadline = start + limits.timeout_s
-            while proc.poll() is None:
-                if time.monotonic() > deadline:
-                    status = "timeout"
-                    break
-                if out_f.tell() + err_f.tell() > cap or (out_path.stat().st_size + err_path.stat().st_size) > cap:
-                    status = "output_limit"
-                    break
-                time.sleep(0.005)
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()
-        wall = time.monotonic() - start
-        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-        code = proc.returncode
-        stdout = out_path.read_bytes()[:cap].decode("utf-8", "replace")
-        stderr = err_path.read_bytes()[:cap].decode("utf-8", "replace")
-        out_path.unlink(missing_ok=True)
-        err_path.unlink(missing_ok=True)
-        if status is None:
-            if code == 0:
-                status = "ok"
-            elif code == -signal.SIGXCPU or code == -signal.SIGKILL and "CPU" in stderr:
-                status = "timeout"
-            elif "MemoryError" in stderr or "Cannot allocate memory" in stderr:
-                status = "memory"
-            elif code is not None and code < 0:
-                status = "killed"
-            else:
-                status = "error"
-        log_path.write_text(f"$ {' '.join(map(str, argv))}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}")
-        result = RunResult(
-            run_id=run_id, status=status, exit_code=code, wall_s=wall, cpu_s=ru.ru_utime + ru.ru_stime,
-            peak_rss_mb=ru.ru_maxrss / 1024, stdout_tail=head_tail(stdout, limits.tail_chars),
-            stderr_tail=head_tail(stderr, limits.tail_chars), log_path=str(log_path),
-        )
-        if store is not None:
-            store.sandbox.finish(run_id, status=status, exit_code=code, wall_s=wall, cpu_s=result.cpu_s,
-                                 peak_rss_mb=result.peak_rss_mb, stdout_tail=result.stdout_tail,
-                                 stderr_tail=result.stderr_tail)
-        return result
+        return self.backend._run(self, command, limits=limits, meta=meta, warm=False)
+
+    def run_python(self, code: str, *, limits: Limits | None = None, meta: dict[str, Any] | None = None,
+                   filename: str = "_step.py", warm: bool | None = None) -> RunResult:
+        """Run a snippet; on the warm worker unless ``warm=False`` or the backend has it off."""
+        self.write_file(filename, code.encode())
+        use_warm = self.backend.warm if warm is None else warm
+        return self.backend._run(self, ["python", filename], limits=limits, meta=meta, warm=use_warm,
+                                 script=filename)
+
+    def disk_used_mb(self) -> float:
+        if self.quota:
+            st = os.statvfs(self.holder)
+            return (st.f_blocks - st.f_bfree) * st.f_frsize / 1024 / 1024
+        return _du(self.path) / 1024 / 1024
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            shutil.rmtree(self.path.parent, ignore_errors=True)
+            if self.quota:
+                subprocess.run(["umount", "-l", str(self.holder)], capture_output=True)
+            shutil.rmtree(self.holder, ignore_errors=True)
+
+
+def _du(path: Path) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+class _Handle:
+    """A started run: the session leader's pid, and a way to wait for its end."""
+
+    def __init__(self, pid: int, *, proc: subprocess.Popen | None = None, done: threading.Event | None = None):
+        self.pid = pid
+        self.proc = proc
+        self.done_event = done
+        self._pidfd: int | None = None
+        if proc is not None:
+            try:
+                self._pidfd = os.pidfd_open(pid)
+            except (OSError, AttributeError):
+                self._pidfd = None
+
+    def wait(self, timeout: float) -> bool:
+        """True once the run has ended (waits at most ``timeout`` seconds)."""
+        if self.proc is not None:
+            if self._pidfd is not None:
+                select.select([self._pidfd], [], [], timeout)
+            elif self.proc.poll() is None:
+                time.sleep(timeout)
+            return self.proc.poll() is not None
+        return self.done_event.wait(timeout)
+
+    def close(self) -> None:
+        if self.proc is not None:
+            self.proc.wait()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
 
 class LocalBackend(SandboxBackend):
     name = "local"
 
-    def __init__(self, *, store=None, settings=None, root: str | Path | None = None, limits: Limits | None = None):
+    def __init__(self, *, store=None, settings=None, root: str | Path | None = None, limits: Limits | None = None,
+                 warm: bool | None = None, warm_imports: Sequence[str] | None = None, isolation: str = "auto"):
+        """``isolation``: ``auto`` (all the machine offers) or ``none`` (rlimits only; for comparison)."""
         self.store = store
         if limits is None:
             limits = Limits.from_settings(settings) if settings is not None else Limits()
         self.default_limits = limits
+        self.warm = bool(warm if warm is not None else (settings.warm if settings is not None else True))
+        self.warm_imports = list(warm_imports if warm_imports is not None else
+                                 (settings.warm_imports if settings is not None else ["numpy", "pandas", "sklearn"]))
+        if isolation not in ("auto", "none"):
+            raise SandboxError(f"isolation must be 'auto' or 'none', not {isolation!r}")
+        self.features = _features.detect()
+        self.isolated = isolation == "auto" and self.features.namespaces
+        self.use_cgroups = isolation == "auto"
         base = Path(root) if root else (store.data_dir if store is not None else Path(tempfile.gettempdir()) / "sandmle")
         self.log_dir = base / "sandbox-logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.work_root = base / "workspaces"
         self.work_root.mkdir(parents=True, exist_ok=True)
+        self._warm_worker = None
+        self._warm_lock = threading.Lock()
+        self._warm_error: str | None = None
 
+    # ------------------------------------------------------------------ lifecycle
     def open(self, source: Path | None = None, *, label: str | None = None) -> LocalWorkspace:
         holder = Path(tempfile.mkdtemp(prefix="ws-", dir=self.work_root))
-        path = holder / "work"
-        if source is not None:
-            source = Path(source)
-            if not source.is_dir():
-                raise SandboxError(f"{source}: not a folder")
-            shutil.copytree(source, path)
+        quota = False
+        if self.isolated and self.features.disk_quota:
+            size = f"size={int(self.default_limits.max_disk_mb)}m"
+            quota = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{size},mode=0755", "sandmle-ws", str(holder)],
+                                   capture_output=True).returncode == 0
+        ws = LocalWorkspace(self, holder, label, quota)
+        try:
+            if source is not None:
+                source = Path(source)
+                if not source.is_dir():
+                    raise SandboxError(f"{source}: not a folder")
+                shutil.copytree(source, ws.path)
+            else:
+                ws.path.mkdir()
+            (holder / ".root").mkdir()
+            self._give(ws.path)
+        except BaseException:
+            ws.close()
+            raise
+        return ws
+
+    def _give(self, path: Path, upto: Path | None = None) -> None:
+        """Make ``path`` (recursively) owned by the sandbox uid, so runs can change what the host wrote."""
+        if not self.isolated:
+            return
+        uid, gid = _features.SANDBOX_UID, _features.SANDBOX_GID
+        targets = [path]
+        if upto is not None:  # parents created by write_file
+            p = path.parent
+            while p != upto and upto in p.parents:
+                targets.append(p)
+                p = p.parent
+        for t in targets:
+            if t.is_dir() and not t.is_symlink():
+                for dirpath, dirs, files in os.walk(t):
+                    for name in dirs + files:
+                        os.lchown(os.path.join(dirpath, name), uid, gid)
+            os.lchown(t, uid, gid)
+
+    def close(self) -> None:
+        with self._warm_lock:
+            if self._warm_worker is not None:
+                self._warm_worker.close()
+                self._warm_worker = None
+
+    # ------------------------------------------------------------------ isolation record
+    def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool) -> tuple[dict[str, Any], list[str]]:
+        f = self.features
+        iso: dict[str, Any] = {
+            "namespaces": self.isolated, "network_off": self.isolated, "private_root": self.isolated,
+            "unprivileged_uid": self.isolated and f.root, "rlimits": True, "disk_quota": quota, "warm": warm,
+        }
+        if cg is not None:
+            iso.update(cg.features())
         else:
-            path.mkdir()
-        return LocalWorkspace(self, path, label)
+            iso.update({"cgroup_pids": False, "cgroup_memory": False, "cgroup_cpuacct": False})
+        warnings = []
+        if not self.isolated:
+            warnings.append("no namespaces: network, the store, the data dir and private/ files are NOT hidden "
+                            f"({f.namespaces_error or 'isolation disabled'})")
+        if not iso["cgroup_pids"]:
+            warnings.append("no pids cgroup: the process limit relies on RLIMIT_NPROC (ignored for root)")
+        if not iso["cgroup_memory"]:
+            warnings.append("no memory cgroup: the memory limit relies on RLIMIT_AS")
+        if not quota:
+            warnings.append("no disk quota: workspace disk use is polled")
+        return iso, warnings
+
+    # ------------------------------------------------------------------ warm worker
+    def warm_worker(self):
+        """The warm worker, started on first use; None (with the reason kept) when it cannot run here."""
+        with self._warm_lock:
+            if self._warm_worker is not None and self._warm_worker.alive():
+                return self._warm_worker
+            if self._warm_error is not None:
+                return None
+            if not self.isolated:
+                self._warm_error = "the warm worker needs namespaces (see `sandmle doctor`)"
+                return None
+            from .warm import WarmWorker, WarmError
+
+            try:
+                self._warm_worker = WarmWorker(self.warm_imports, env=run_env(Path("/")))
+            except WarmError as exc:
+                self._warm_error = str(exc)
+                return None
+            return self._warm_worker
+
+    # ------------------------------------------------------------------ running
+    def _spec(self, ws: LocalWorkspace, run_id: str, limits: Limits, cg: RunCgroup | None, argv: list[str],
+              base_vm_mb: int = 0) -> dict[str, Any]:
+        has_pids = cg is not None and "pids" in cg.dirs
+        rl = {"CPU": int(max(1, limits.cpu_s)), "FSIZE": int(limits.max_file_mb) * 1024 * 1024, "CORE": 0,
+              "AS": (int(limits.memory_mb) + base_vm_mb) * 1024 * 1024, "NOFILE": 4096,
+              "NPROC": None if has_pids else int(limits.max_procs)}
+        return {
+            "workspace": str(ws.path), "root_dir": str(ws.holder / ".root"), "ro_binds": _features.ro_binds(),
+            "uid": _features.SANDBOX_UID if self.isolated else None, "gid": _features.SANDBOX_GID,
+            "rlimits": rl, "cgroup_procs": cg.procs_files if cg else [],
+            "stdout": str(self.log_dir / f"{run_id}.out"), "stderr": str(self.log_dir / f"{run_id}.err"),
+            "status": str(self.log_dir / f"{run_id}.status"), "env": run_env(ws.path), "argv": argv,
+            "namespaces": self.isolated, "tmp_mb": min(int(limits.max_disk_mb), 1024),
+        }
+
+    def _launch_cold(self, spec: dict[str, Any]) -> _Handle:
+        proc = subprocess.Popen([sys.executable, "-S", "-E", "-s", str(_features.JAIL), json.dumps(spec)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True, close_fds=True)
+        return _Handle(proc.pid, proc=proc)
+
+    def _run(self, ws: LocalWorkspace, command: Sequence[str] | str, *, limits: Limits | None,
+             meta: dict[str, Any] | None, warm: bool, script: str | None = None) -> RunResult:
+        if ws._closed:
+            raise SandboxError("the workspace is closed")
+        limits = limits or self.default_limits
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else [str(a) for a in command]
+        if not argv:
+            raise SandboxError("empty command")
+        if argv[0] in ("python", "python3"):
+            argv[0] = venv_python()
+        meta = dict(meta or {})
+        run_id = new_run_id()
+        log_path = self.log_dir / f"{run_id}.log"
+        warnings: list[str] = []
+        worker = None
+        if warm:
+            worker = self.warm_worker()
+            if worker is None:
+                warnings.append(f"warm worker unavailable ({self._warm_error}); ran cold")
+        cg = None
+        if self.use_cgroups:
+            cg = RunCgroup.create(run_id, max_procs=limits.max_procs, memory_mb=limits.memory_mb)
+        iso, iso_warnings = self.isolation_record(cg, warm=worker is not None, quota=ws.quota)
+        warnings = iso_warnings + warnings
+        store = self.store
+        if store is not None:
+            store.sandbox.start({
+                "id": run_id, "backend": "local", "command": " ".join(argv), "limits": limits.to_dict(),
+                "isolation": iso, "warnings": warnings, "log_path": str(log_path), "workdir": str(ws.path),
+                "env_id": meta.get("env_id"), "run_id": meta.get("run_id"),
+                "trajectory_id": meta.get("trajectory_id"), "executor": meta.get("executor"),
+            })
+        try:
+            result = self._execute(ws, run_id, argv, limits, cg, worker, script, warnings, log_path)
+        except BaseException as exc:
+            if cg is not None:
+                cg.remove()
+            if store is not None:
+                store.sandbox.finish(run_id, status="killed", stderr_tail=f"sandbox error: {exc}"[:2000])
+            raise
+        result.isolation = iso
+        if store is not None:
+            store.sandbox.finish(run_id, status=result.status, exit_code=result.exit_code, wall_s=result.wall_s,
+                                 cpu_s=result.cpu_s, peak_rss_mb=result.peak_rss_mb, stdout_tail=result.stdout_tail,
+                                 stderr_tail=result.stderr_tail, warnings=result.warnings)
+        return result
+
+    def _execute(self, ws: LocalWorkspace, run_id: str, argv: list[str], limits: Limits, cg: RunCgroup | None,
+                 worker, script: str | None, warnings: list[str], log_path: Path) -> RunResult:
+        spec = self._spec(ws, run_id, limits, cg, argv, base_vm_mb=worker.base_vm_mb if worker else 0)
+        out_path, err_path, status_path = Path(spec["stdout"]), Path(spec["stderr"]), Path(spec["status"])
+        for p in (out_path, err_path):
+            p.write_bytes(b"")
+        start = time.monotonic()
+        handle = None
+        if worker is not None:
+            try:
+                handle = worker.start(run_id, spec, script)
+            except Exception as exc:  # the worker died: run cold, say so
+                warnings.append(f"warm worker failed ({exc}); ran cold")
+                handle = None
+        if handle is None:
+            handle = self._launch_cold(spec)
+        cap = limits.max_output_kb * 1024
+        disk_cap = limits.max_disk_mb * 1024 * 1024
+        status, reason = self._watch(ws, handle, cg, limits, start, cap, out_path, err_path)
+        # the end of a run: every process it started goes, daemons and double forks included
+        if cg is not None:
+            cg.kill_all()
+        try:
+            os.killpg(handle.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        handle.close()
+        wall = time.monotonic() - start
+        try:
+            st = json.loads(status_path.read_text() or "{}")
+        except (OSError, ValueError):
+            st = {}
+        code = st.get("exit_code")
+        sig = st.get("signal")
+        if sig is not None:
+            code = -int(sig)
+        cpu = (cg.cpu_s() if cg is not None else None)
+        if cpu is None:
+            cpu = float(st.get("cpu_s") or 0.0)
+        rss = float(st.get("maxrss_kb") or 0) / 1024
+        if cg is not None:
+            mem_hit = cg.memory_limit_hit()
+            pids_hit = cg.pids_limit_hit()
+            cg.remove()
+        else:
+            mem_hit = pids_hit = False
+        stdout = _read_capped(out_path, cap)
+        stderr = _read_capped(err_path, cap)
+        if status is None:
+            status, reason = _classify(code, stdout, stderr, mem_hit=mem_hit, pids_hit=pids_hit,
+                                       disk_full=_disk_full(ws, disk_cap), cpu_over=cpu > limits.cpu_s)
+        if reason:
+            warnings.append(reason)
+        log_path.write_text(f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
+                            + (f"\n--- sandbox ---\n{status}: {reason}\n" if reason else ""))
+        for p in (out_path, err_path, status_path):
+            p.unlink(missing_ok=True)
+        return RunResult(run_id=run_id, status=status, exit_code=code, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
+                         stdout_tail=head_tail(stdout, limits.tail_chars),
+                         stderr_tail=head_tail(stderr, limits.tail_chars), log_path=str(log_path),
+                         warnings=list(warnings))
+
+    def _watch(self, ws: LocalWorkspace, handle: _Handle, cg: RunCgroup | None, limits: Limits, start: float,
+               cap: int, out_path: Path, err_path: Path) -> tuple[str | None, str | None]:
+        """Wait for the run's end, or stop it on the first limit it crosses: (status, reason) or (None, None)."""
+        deadline = start + limits.timeout_s
+        disk_cap = limits.max_disk_mb * 1024 * 1024
+        interval, checks = 0.002, 0
+        disk_was_full = _disk_full(ws, disk_cap)  # a full disk left by an earlier step is not this run's doing
+        while not handle.wait(interval):
+            checks += 1
+            now = time.monotonic()
+            if now > deadline:
+                return "timeout", f"wall time over {limits.timeout_s:g}s"
+            try:
+                size = out_path.stat().st_size + err_path.stat().st_size
+            except OSError:
+                size = 0
+            if size > cap:
+                return "output_limit", f"output over {limits.max_output_kb} KB"
+            if cg is not None:
+                if cg.pids_limit_hit():
+                    return "killed", f"process limit ({limits.max_procs}) reached"
+                if cg.memory_limit_hit():
+                    return "memory", f"memory limit ({limits.memory_mb} MB) reached"
+                if checks % 10 == 0:
+                    cpu = cg.cpu_s()
+                    if cpu is not None and cpu > limits.cpu_s:
+                        return "timeout", f"CPU time over {limits.cpu_s:g}s"
+            if checks % 5 == 0 and not disk_was_full and _disk_full(ws, disk_cap):
+                return "killed", f"disk limit ({limits.max_disk_mb} MB) reached"
+            interval = min(interval * 1.5, 0.05)
+        return None, None
+
+
+def _disk_full(ws: LocalWorkspace, disk_cap: int) -> bool:
+    if ws.quota:
+        st = os.statvfs(ws.holder)
+        return st.f_bavail * st.f_frsize < 256 * 1024
+    return _du(ws.path) >= disk_cap
+
+
+def _read_capped(path: Path, cap: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            return f.read(cap).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _classify(code: int | None, stdout: str, stderr: str, *, mem_hit: bool, pids_hit: bool, disk_full: bool,
+              cpu_over: bool) -> tuple[str, str | None]:
+    if code == 0:
+        return "ok", None
+    if code == -signal.SIGXCPU or cpu_over:
+        return "timeout", "CPU time limit reached"
+    if mem_hit or "MemoryError" in stderr or "Cannot allocate memory" in stderr:
+        return "memory", "memory limit reached"
+    if pids_hit:
+        return "killed", "process limit reached"
+    if disk_full or code == -signal.SIGXFSZ or "File too large" in stderr or "No space left on device" in stderr:
+        return "killed", "disk limit reached"
+    if code is None or code < 0:
+        return "killed", f"killed by signal {-code}" if code is not None else "ended without an exit status"
+    return "error", None

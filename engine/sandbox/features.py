@@ -1,0 +1,122 @@
+"""What isolation this machine offers the local backend, probed once per process, and the doctor's lines for it."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import cgroups
+
+JAIL = Path(__file__).with_name("jail.py")
+#: the uid/gid untrusted code runs as (nobody) when the sandbox is root
+SANDBOX_UID = 65534
+SANDBOX_GID = 65534
+
+
+@dataclass(frozen=True)
+class Features:
+    root: bool
+    namespaces: bool  #: net, pid, mount, ipc, uts namespaces + private root (our jail)
+    namespaces_error: str
+    cgroups: dict  #: controller -> usable
+    disk_quota: bool  #: a size-limited tmpfs per workspace
+    bwrap: str | None
+
+    @property
+    def unprivileged_uid(self) -> bool:
+        return self.root and self.namespaces
+
+
+def python_paths() -> list[str]:
+    """Interpreter and virtual-env folders the jail must mount read-only (real paths: symlinks are resolved)."""
+    paths = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix), os.path.realpath(sys.exec_prefix)}
+    exe = os.path.realpath(sys.executable)
+    if not any(exe.startswith(p + os.sep) for p in paths):
+        paths.add(os.path.dirname(exe))
+    return sorted(paths)
+
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/etc")
+
+
+def ro_binds() -> list[str]:
+    return [d for d in SYSTEM_DIRS if os.path.lexists(d)] + python_paths()
+
+
+def _probe_namespaces() -> tuple[bool, str]:
+    if os.geteuid() != 0:
+        return False, "not root (namespaces need root or bubblewrap)"
+    with tempfile.TemporaryDirectory(prefix="sandmle-probe-") as tmp:
+        ws = Path(tmp) / "work"
+        ws.mkdir()
+        (Path(tmp) / "root").mkdir()
+        spec = {"workspace": str(ws), "root_dir": f"{tmp}/root", "ro_binds": ro_binds(), "uid": SANDBOX_UID,
+                "gid": SANDBOX_GID, "rlimits": {}, "stdout": f"{tmp}/out", "stderr": f"{tmp}/err",
+                "status": f"{tmp}/status", "env": {"PATH": "/usr/bin:/bin"}, "argv": ["/bin/true"]}
+        os.chmod(ws, 0o777)
+        try:
+            proc = subprocess.run([sys.executable, "-S", "-E", str(JAIL), json.dumps(spec)], timeout=20,
+                                  stdin=subprocess.DEVNULL, capture_output=True)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, str(exc)
+        err = Path(f"{tmp}/err").read_text() if Path(f"{tmp}/err").exists() else proc.stderr.decode()
+        status = json.loads(Path(f"{tmp}/status").read_text() or "{}") if Path(f"{tmp}/status").exists() else {}
+        if proc.returncode == 0 and status.get("exit_code") == 0:
+            return True, ""
+        return False, (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
+
+
+def _probe_tmpfs() -> bool:
+    if os.geteuid() != 0:
+        return False
+    with tempfile.TemporaryDirectory(prefix="sandmle-probe-") as tmp:
+        ok = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", tmp], capture_output=True).returncode == 0
+        if ok:
+            subprocess.run(["umount", tmp], capture_output=True)
+        return ok
+
+
+@functools.lru_cache(maxsize=1)
+def detect() -> Features:
+    ns, err = _probe_namespaces()
+    return Features(root=os.geteuid() == 0, namespaces=ns, namespaces_error=err, cgroups=cgroups.available(),
+                    disk_quota=_probe_tmpfs(), bwrap=shutil.which("bwrap"))
+
+
+def isolation_checks() -> list:
+    """One doctor line per isolation feature of the local sandbox: active or missing, with the fix."""
+    from ..doctor import Check
+
+    f = detect()
+    fix_root = "run sandmle as root (as in CI) so the local sandbox can create namespaces and cgroups"
+    checks = [
+        Check("sandbox: namespaces", f.namespaces,
+              "net, pid, mount, ipc, uts; private read-only root (only system dirs + interpreter + workspace)"
+              if f.namespaces else f"missing: {f.namespaces_error} — network, store and private/ files NOT hidden",
+              None if f.namespaces else fix_root),
+        Check("sandbox: unprivileged uid", f.unprivileged_uid,
+              f"runs as uid {SANDBOX_UID}, no capabilities" if f.unprivileged_uid else "missing", None if f.unprivileged_uid else fix_root),
+        Check("sandbox: pids cgroup", f.cgroups.get("pids", False),
+              "process limit + kill of every process of a run" if f.cgroups.get("pids") else
+              "missing — process limit falls back to RLIMIT_NPROC (ignored for root)",
+              None if f.cgroups.get("pids") else "mount the cgroup v1 pids controller writable"),
+        Check("sandbox: memory cgroup", f.cgroups.get("memory", False),
+              "memory limit per run" if f.cgroups.get("memory") else "missing — falls back to RLIMIT_AS",
+              None if f.cgroups.get("memory") else "mount the cgroup v1 memory controller writable", optional=True),
+        Check("sandbox: cpu accounting", f.cgroups.get("cpuacct", False),
+              "CPU time of the whole run" if f.cgroups.get("cpuacct") else "missing — falls back to RLIMIT_CPU",
+              None, optional=True),
+        Check("sandbox: disk quota", f.disk_quota,
+              "size-limited tmpfs per workspace" if f.disk_quota else "missing — disk use is polled instead",
+              None if f.disk_quota else fix_root, optional=True),
+        Check("sandbox: bwrap", bool(f.bwrap), f.bwrap or "not found (not needed when root)",
+              None if f.bwrap else "apt-get install -y bubblewrap", optional=True),
+    ]
+    return checks

@@ -1,0 +1,104 @@
+"""The warm worker's client: one pre-started server (:mod:`engine.sandbox.zygote`) with numpy/pandas/sklearn
+imported; each Python run is a fresh fork of it, confined by the jail before user code runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import SandboxError
+
+ZYGOTE = Path(__file__).with_name("zygote.py")
+
+
+class WarmError(SandboxError):
+    pass
+
+
+class WarmWorker:
+    def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0):
+        self.imports = list(imports)
+        self.proc = subprocess.Popen([sys.executable, "-s", str(ZYGOTE), ",".join(self.imports)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     env=env, cwd="/", start_new_session=True, close_fds=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], start_timeout_s)
+        line = self.proc.stdout.readline() if ready else b""
+        if not line:
+            self.proc.kill()
+            self.proc.wait()
+            raise WarmError("the warm worker did not start")
+        info = json.loads(line)
+        self.base_vm_mb: int = int(info.get("base_vm_mb", 0))
+        self.import_errors: list[str] = info.get("errors", [])
+        self._lock = threading.Lock()
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._dead = False
+        self._reader = threading.Thread(target=self._read, name="sandmle-warm-reader", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                slot = self._pending.get(event.get("run_id"))
+            if slot is None:
+                continue
+            if event["event"] == "started":
+                slot["pid"] = event["pid"]
+                slot["started"].set()
+            elif event["event"] == "exit":
+                slot["code"] = event["code"]
+                slot["done"].set()
+                with self._lock:
+                    self._pending.pop(event["run_id"], None)
+        with self._lock:
+            self._dead = True
+            for slot in self._pending.values():
+                slot["started"].set()
+                slot["done"].set()
+            self._pending.clear()
+
+    def alive(self) -> bool:
+        return not self._dead and self.proc.poll() is None
+
+    def start(self, run_id: str, spec: dict[str, Any], script: str):
+        """Fork a confined child for one run; returns a handle the backend watches like a cold one."""
+        from .local import _Handle
+
+        slot = {"started": threading.Event(), "done": threading.Event(), "pid": None}
+        with self._lock:
+            if self._dead:
+                raise WarmError("the warm worker has exited")
+            self._pending[run_id] = slot
+            try:
+                self.proc.stdin.write((json.dumps({"run_id": run_id, "spec": spec, "script": script}) + "\n").encode())
+                self.proc.stdin.flush()
+            except (BrokenPipeError, OSError) as exc:
+                self._pending.pop(run_id, None)
+                raise WarmError(f"the warm worker is gone: {exc}") from None
+        if not slot["started"].wait(30) or slot["pid"] is None:
+            raise WarmError("the warm worker did not start the run")
+        return _Handle(slot["pid"], done=slot["done"])
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout:
+            self.proc.stdout.close()

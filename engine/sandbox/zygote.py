@@ -1,0 +1,159 @@
+"""The warm worker's server (run as a script by :mod:`engine.sandbox.warm`): imports the heavy modules once,
+then for each request forks a child that confines itself with :func:`jail.enter` before any user code runs.
+
+It never runs user code itself. Protocol: JSON lines on stdin (requests) and stdout (events):
+``{"run_id", "spec", "script"}`` → ``{"event": "started", "run_id", "pid"}`` … ``{"event": "exit", "run_id", "code"}``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import selectors
+import signal
+import sys
+
+if __package__:
+    from . import jail
+else:  # run as a script: its folder is sys.path[0]
+    import jail
+
+
+def _emit(event: dict) -> None:
+    data = (json.dumps(event) + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _payload(spec: dict, script: str) -> int:
+    """In the confined child: behave like ``python SCRIPT`` started fresh in the workspace."""
+    import atexit
+    import runpy
+    import traceback
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    sys.stdin = open(0, "r", closefd=False)
+    sys.stdout = open(1, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
+    sys.argv = [script]
+    sys.path[0] = spec["workspace"]
+    if "numpy" in sys.modules:  # a fresh process would seed numpy's global RNG from the OS
+        sys.modules["numpy"].random.seed()
+    code = 0
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        code = _exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    return code
+
+
+def _child(request: dict) -> None:
+    code = 127
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        spec = request["spec"]
+        jail.enter_cloned(spec)
+        code = _payload(spec, request["script"])
+    except BaseException as exc:
+        try:
+            os.write(2, f"sandbox: warm run failed to start: {exc!r}\n".encode())
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def main() -> None:
+    os.chdir("/")
+    errors = []
+    for name in filter(None, sys.argv[1].split(",") if len(sys.argv) > 1 else []):
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # report, keep serving: the run will import it itself
+            errors.append(f"{name}: {exc}")
+    vm_kb = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                vm_kb = int(line.split()[1])
+    rfd, wfd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wfd)
+    sel = selectors.DefaultSelector()
+    sel.register(0, selectors.EVENT_READ, "req")
+    sel.register(rfd, selectors.EVENT_READ, "chld")
+    children: dict[int, str] = {}
+    _emit({"event": "ready", "base_vm_mb": vm_kb // 1024 + 1, "errors": errors, "pid": os.getpid()})
+    buf = b""
+    while True:
+        for key, _ in sel.select():
+            if key.data == "chld":
+                try:
+                    os.read(rfd, 4096)
+                except BlockingIOError:
+                    pass
+            else:
+                chunk = os.read(0, 1 << 16)
+                if not chunk:
+                    for pid in list(children):
+                        try:
+                            os.killpg(pid, signal.SIGKILL)
+                        except OSError:
+                            pass
+                    os._exit(0)
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    request = json.loads(line)
+                    pid = jail.clone_into_namespaces()
+                    if pid == 0:
+                        _child(request)
+                    children[pid] = request
+                    request["status_fd"] = os.open(request["spec"]["status"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                                                   0o600)
+                    _emit({"event": "started", "run_id": request["run_id"], "pid": pid})
+            while children:
+                try:
+                    pid, wstatus, ru = os.wait4(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                request = children.pop(pid, None)
+                if request is None:
+                    continue
+                code = os.waitstatus_to_exitcode(wstatus)
+                jail._write_status(request["status_fd"], {
+                    "exit_code": code if code >= 0 else None, "signal": -code if code < 0 else None,
+                    "cpu_s": ru.ru_utime + ru.ru_stime, "maxrss_kb": ru.ru_maxrss})
+                _emit({"event": "exit", "run_id": request["run_id"], "code": code})
+
+
+if __name__ == "__main__":
+    main()

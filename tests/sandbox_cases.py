@@ -1,0 +1,224 @@
+"""The containment suite as data: each case is a Python snippet, the limits it runs under, the status it must
+end with, and a check of its output. Shared by the cold, warm and Ray tests (tests/test_sandbox*.py,
+tests/test_executors.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+SECRET = "SECRET-ANSWER-7f3a9c"
+
+
+@dataclass
+class Case:
+    name: str
+    code: str
+    status: str
+    limits: dict[str, Any] = field(default_factory=dict)
+    check: Callable[[dict], None] | None = None  # gets the parsed last stdout line (JSON) when the case prints one
+
+
+@dataclass
+class Host:
+    """What lives on the host side of a containment run: a private answers file, the store, a listener."""
+
+    env_dir: Path
+    store_path: Path
+    data_dir: Path
+    listener: socket.socket
+
+    @property
+    def answers(self) -> Path:
+        return self.env_dir / "private" / "answers.csv"
+
+    @property
+    def port(self) -> int:
+        return self.listener.getsockname()[1]
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def make_host(tmp: Path, store_path: Path, data_dir: Path) -> Host:
+    env = tmp / "env-1"
+    (env / "public").mkdir(parents=True)
+    (env / "private").mkdir()
+    (env / "public" / "train.csv").write_text("id,x,y\n1,0.5,1\n2,0.1,0\n")
+    (env / "private" / "answers.csv").write_text(f"id,y\n3,{SECRET}\n")
+    lst = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    lst.bind(("127.0.0.1", 0))
+    lst.listen(4)
+    lst.setblocking(False)
+    return Host(env, store_path, data_dir, lst)
+
+
+def _expect_all_denied(out: dict) -> None:
+    leaked = {k: v for k, v in out.items() if v != "denied"}
+    assert not leaked, f"read from inside the sandbox: {leaked}"
+
+
+def _expect_network_off(out: dict) -> None:
+    assert out["connect"].startswith("failed"), out
+    assert out["interfaces"] == ["lo"], out
+    assert out["lo_up"] is False, out
+
+
+def _expect_parent_safe(out: dict) -> None:
+    assert out["survived"] is True
+    assert out["host_pid"] == "ProcessLookupError", out
+    # the parent is either invisible (ppid 0: the run is pid 1 of its namespace) or refuses the signal
+    assert out["ppid"] == 0 or out["kill_parent"] == "PermissionError", out
+
+
+def cases(host: Host, host_pid: int, workspace_parent_hint: str = "..") -> list[Case]:
+    answers = str(host.answers)
+    read_code = f"""
+import json, os
+out = {{}}
+def probe(name, fn):
+    try:
+        data = fn()
+        out[name] = "READ: " + (data[:40] if isinstance(data, str) else repr(data)[:40])
+    except OSError as exc:
+        out[name] = "denied"
+rd = lambda p: open(p).read()
+probe("relative", lambda: rd("../private/answers.csv"))
+probe("relative_env", lambda: rd("{workspace_parent_hint}/env-1/private/answers.csv"))
+probe("absolute", lambda: rd({answers!r}))
+ppid = os.getppid() or 1
+probe("proc_ppid_cwd", lambda: rd(f"/proc/{{ppid}}/cwd/" + {answers!r}))
+probe("proc_ppid_root", lambda: rd(f"/proc/{{ppid}}/root" + {answers!r}))
+probe("proc_1_root", lambda: rd("/proc/1/root" + {answers!r}))
+probe("store", lambda: open({str(host.store_path)!r}, "rb").read())
+def listing(d):
+    # the only thing the jail shows of the data dir is the empty chain of folders down to the workspace
+    extra = sorted(set(os.listdir(d)) - {{"workspaces"}})
+    if extra:
+        return str(extra)
+    raise PermissionError
+probe("data_dir", lambda: listing({str(host.data_dir)!r}))
+probe("data_dir_envs", lambda: os.listdir({str(host.data_dir / "envs")!r}))
+probe("proc_host", lambda: rd(f"/proc/{host_pid}/environ"))
+print(json.dumps(out))
+"""
+    write_code = f"""
+import json, os
+out = {{}}
+def probe(name, path):
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        out[name] = "WROTE"
+    except OSError:
+        out[name] = "denied"
+probe("parent", "../escaped.txt")
+probe("env_private", {str(host.env_dir / "private" / "escaped.txt")!r})
+probe("data_dir", {str(host.data_dir / "escaped.txt")!r})
+probe("etc", "/etc/escaped.txt")
+probe("usr", "/usr/escaped.txt")
+probe("root", "/escaped.txt")
+probe("store", {str(host.store_path)!r})
+with open("inside.txt", "w") as f:
+    f.write("ok")
+print(json.dumps(out))
+"""
+    net_code = f"""
+import json, socket, fcntl, struct
+out = {{}}
+s = socket.socket()
+s.settimeout(2)
+try:
+    s.connect(("127.0.0.1", {host.port}))
+    out["connect"] = "CONNECTED"
+except OSError as exc:
+    out["connect"] = "failed: " + type(exc).__name__
+out["interfaces"] = [name for _, name in socket.if_nameindex()]
+flags = struct.unpack("H", fcntl.ioctl(socket.socket(), 0x8913, struct.pack("256s", b"lo"))[16:18])[0]
+out["lo_up"] = bool(flags & 1)
+print(json.dumps(out))
+"""
+    signal_code = f"""
+import json, os, signal, time
+out = {{"ppid": os.getppid()}}
+try:
+    os.kill(os.getppid(), signal.SIGKILL)
+    out["kill_parent"] = "sent"
+except OSError as exc:
+    out["kill_parent"] = type(exc).__name__
+try:
+    os.kill({host_pid}, signal.SIGTERM)
+    out["host_pid"] = "SENT"
+except OSError as exc:
+    out["host_pid"] = type(exc).__name__
+time.sleep(0.2)
+out["survived"] = True
+print(json.dumps(out))
+"""
+    daemon_code = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for _ in range(200):
+            with open("daemon.log", "a") as f:
+                f.write("alive\\n")
+            time.sleep(0.02)
+        os._exit(0)
+    os._exit(0)
+time.sleep(0.1)
+print('{"parent": "done"}')
+"""
+    return [
+        Case("network", net_code, "ok", check=_expect_network_off),
+        Case("read_private", read_code, "ok", check=_expect_all_denied),
+        Case("write_outside", write_code, "ok", check=_expect_all_denied),
+        Case("signal_parent", signal_code, "ok", check=_expect_parent_safe),
+        Case("daemon", daemon_code, "ok"),
+        Case("fork_bomb", "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n",
+             "killed", limits={"max_procs": 32, "timeout_s": 20}),
+        Case("memory_bomb", "a = []\nwhile True:\n    a.append(bytearray(64 * 2**20))\n", "memory",
+             limits={"memory_mb": 1024, "timeout_s": 30}),
+        Case("infinite_loop", "while True:\n    pass\n", "timeout", limits={"timeout_s": 1.5}),
+        Case("cpu_limit", "while True:\n    pass\n", "timeout", limits={"cpu_s": 1, "timeout_s": 30}),
+        Case("output_flood", "while True:\n    print('x' * 1000)\n", "output_limit",
+             limits={"max_output_kb": 256, "timeout_s": 20}),
+        Case("disk_fill", "i = 0\nwhile True:\n    open(f'fill{i}.bin', 'wb').write(b'0' * 2**20)\n    i += 1\n",
+             "killed", limits={"max_disk_mb": 64, "timeout_s": 20}),
+    ]
+
+
+def parse_last_json(stdout: str) -> dict:
+    for line in reversed(stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            return json.loads(line)
+    raise AssertionError(f"no JSON line in output: {stdout[-500:]!r}")
+
+
+def verify(case: Case, result: dict, workspace: Path | None, host: Host) -> None:
+    """Assert a finished case: its status, its output check, and that nothing escaped to the host."""
+    assert result["status"] == case.status, (case.name, result["status"], result.get("stderr_tail", "")[-800:],
+                                             result.get("warnings"))
+    if case.check is not None:
+        case.check(parse_last_json(result["stdout_tail"]))
+    assert not (host.env_dir / "private" / "escaped.txt").exists()
+    assert not (host.data_dir / "escaped.txt").exists()
+    assert not Path("/etc/escaped.txt").exists() and not Path("/escaped.txt").exists()
+    if workspace is not None and case.name == "write_outside":
+        assert (workspace / "inside.txt").read_text() == "ok"
+        assert not (workspace.parent / "escaped.txt").exists()
+    try:
+        conn, _ = host.listener.accept()
+        conn.close()
+        raise AssertionError("a sandboxed run connected to the host's listener")
+    except BlockingIOError:
+        pass
+
+
+def host_pid() -> int:
+    return os.getpid()

@@ -1,0 +1,97 @@
+"""The local backend's interface: runs, files, persistence across steps, records in the store, warm/cold."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import SandboxError
+from engine.sandbox import Limits, get_backend
+from engine.sandbox.features import detect
+
+needs_ns = pytest.mark.skipif(not detect().namespaces, reason="needs namespaces (root)")
+
+
+@pytest.fixture
+def backend(store):
+    b = get_backend("local", store=store, limits=Limits(timeout_s=30, max_disk_mb=64))
+    yield b
+    b.close()
+
+
+def test_workspace_persists_files_across_steps(backend, tmp_path):
+    src = tmp_path / "public"
+    src.mkdir()
+    (src / "train.csv").write_text("a,b\n1,2\n")
+    with backend.open(src) as ws:
+        r1 = ws.run_python("open('note.txt','w').write(open('train.csv').read().upper())")
+        assert r1.status == "ok", r1.stderr_tail
+        r2 = ws.run(["python", "-c", "print(open('note.txt').read().strip())"])
+        assert r2.status == "ok" and r2.stdout_tail.strip() == "A,B\n1,2"
+        assert ws.read_file("note.txt") == b"A,B\n1,2\n"
+        ws.write_file("sub/x.txt", b"host wrote this")
+        r3 = ws.run("cat sub/x.txt && echo more >> sub/x.txt")  # a shell string; the run may change host files
+        assert r3.status == "ok" and r3.stdout_tail == "host wrote this"
+        assert ws.read_file("sub/x.txt") == b"host wrote thismore\n"
+        with pytest.raises(SandboxError):
+            ws.read_file("../../etc/passwd")
+    assert not ws.path.exists()
+
+
+def test_error_exit_code_and_store_row(backend, store):
+    with backend.open() as ws:
+        r = ws.run_python("import sys\nprint('out')\nsys.stderr.write('bad thing\\n')\nsys.exit(3)",
+                          meta={"executor": "test"})
+    assert (r.status, r.exit_code) == ("error", 3)
+    assert r.stdout_tail == "out\n" and "bad thing" in r.stderr_tail
+    row = store.sandbox.get(r.run_id)
+    assert row["status"] == "error" and row["exit_code"] == 3 and row["executor"] == "test"
+    assert row["limits"]["timeout_s"] == 30
+    assert row["ended_at"] is not None and row["wall_s"] > 0
+    log = open(r.log_path).read()
+    assert "bad thing" in log and "out" in log
+
+
+def test_exception_is_an_error_with_traceback(backend):
+    with backend.open() as ws:
+        for warm in (False, True):
+            r = ws.run_python("raise ValueError('nope')", warm=warm)
+            assert r.status == "error" and r.exit_code == 1
+            assert "ValueError: nope" in r.stderr_tail
+
+
+@needs_ns
+def test_warm_is_default_for_python_and_fresh_each_run(backend, store):
+    with backend.open() as ws:
+        first = ws.run_python("import sys\nsys.modules['numpy'].LEAK = 1\nprint('pandas' in sys.modules)")
+        second = ws.run_python("import numpy\nprint(hasattr(numpy, 'LEAK'))")
+    assert first.isolation["warm"] is True and first.stdout_tail.strip() == "True"  # imported before the run
+    assert second.stdout_tail.strip() == "False"  # nothing leaks between runs
+    assert store.sandbox.get(first.run_id)["isolation"]["warm"] is True
+
+
+@needs_ns
+def test_warm_and_cold_give_the_same_answers(backend):
+    code = ("import os, sys, numpy as np\nnp.random.seed(0)\n"
+            "print(os.getuid(), os.getcwd() == os.environ['HOME'], sys.argv[0], round(float(np.random.rand()), 6))")
+    with backend.open() as ws:
+        warm = ws.run_python(code, warm=True)
+        cold = ws.run_python(code, warm=False)
+    assert warm.stdout_tail == cold.stdout_tail
+    assert warm.stdout_tail.startswith("65534 True _step.py")
+
+
+def test_without_isolation_warm_falls_back_to_cold_with_warnings(store):
+    with get_backend("local", store=store, isolation="none") as backend, backend.open() as ws:
+        r = ws.run_python("print('hi')")
+    assert r.status == "ok" and r.stdout_tail == "hi\n"
+    assert r.isolation["warm"] is False and r.isolation["namespaces"] is False
+    assert any("warm worker unavailable" in w for w in r.warnings)
+    assert any("NOT hidden" in w for w in r.warnings)
+    assert store.sandbox.get(r.run_id)["warnings"] == r.warnings
+
+
+def test_unknown_backend_and_bad_source(store, tmp_path):
+    with pytest.raises(SandboxError, match="unknown sandbox backend"):
+        get_backend("nope")
+    with get_backend("local", store=store, warm=False) as b, pytest.raises(SandboxError, match="not a folder"):
+        b.open(tmp_path / "missing")

@@ -1,0 +1,68 @@
+"""The containment suite, cold and warm: every case ends with its specific status, nothing escapes, and the
+host and the store stay healthy."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import pytest
+
+from engine.sandbox import Limits, get_backend
+from engine.sandbox.features import detect
+
+from sandbox_cases import cases, host_pid, make_host, verify
+
+pytestmark = pytest.mark.skipif(not detect().namespaces, reason="needs namespaces (root): " + detect().namespaces_error)
+
+BASE = Limits(timeout_s=30, cpu_s=60, memory_mb=2048, max_procs=64, max_disk_mb=64, max_output_kb=1024)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    from store import Store
+
+    tmp = tmp_path_factory.mktemp("containment")
+    home = tmp / "home"
+    home.mkdir()
+    store = Store(home / "sandmle.db")
+    backend = get_backend("local", store=store, limits=BASE, warm=True)
+    host = make_host(tmp, store.path, store.data_dir)
+    yield store, backend, host, tmp
+    backend.close()
+    host.close()
+    store.close()
+
+
+
+
+NAMES = ["network", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
+         "infinite_loop", "cpu_limit", "output_flood", "disk_fill"]
+
+
+@pytest.mark.parametrize("mode", ["cold", "warm"])
+@pytest.mark.parametrize("name", NAMES)
+def test_containment(world, mode, name):
+    store, backend, host, tmp = world
+    case = {c.name: c for c in cases(host, host_pid())}[name]
+    limits = dataclasses.replace(BASE, **case.limits)
+    with backend.open(host.env_dir / "public") as ws:
+        rel = os.path.relpath(tmp, ws.path)
+        case = {c.name: c for c in cases(host, host_pid(), workspace_parent_hint=rel)}[name]
+        result = ws.run_python(case.code, limits=limits, warm=(mode == "warm"))
+        verify(case, result.to_dict(), ws.path, host)
+        assert result.isolation["warm"] is (mode == "warm")
+        assert result.isolation["namespaces"] and result.isolation["cgroup_pids"]
+        if name == "daemon":
+            size = (ws.path / "daemon.log").stat().st_size
+            time.sleep(0.3)
+            assert (ws.path / "daemon.log").stat().st_size == size, "a daemon outlived its run"
+        # the host and the store stay healthy: the row is final and a next run works
+        row = store.sandbox.get(result.run_id)
+        assert row["status"] == case.status and row["isolation"]["namespaces"] is True
+        assert store.integrity_check() == "ok"
+        for f in ws.path.glob("fill*.bin"):
+            f.unlink()
+        after = ws.run_python("print(6 * 7)", warm=(mode == "warm"))
+        assert after.status == "ok" and after.stdout_tail.strip() == "42"
