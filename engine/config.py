@@ -122,3 +122,43 @@ def load_settings(path: str | Path | None = None) -> Settings:
         return Settings.model_validate(_merge(data, _env_overrides()))
     except ValidationError as exc:
         raise _error(exc, "SANDMLE_* environment variables") from None
+
+
+def set_value(section: str, key: str, value: str | int | float | bool, path: str | Path | None = None) -> Path:
+    """Write one setting into the TOML file (creating it or the section if needed), keeping the other lines.
+
+    The result is validated before it is written: an unknown section/key or a bad value raises ConfigError
+    and leaves the file unchanged."""
+    import json
+    import re
+
+    path = Path(path) if path else config_path()
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    rendered = json.dumps(value) if isinstance(value, str) else ("true" if value is True else
+                                                               "false" if value is False else str(value))
+    line = f"{key} = {rendered}"
+    lines = text.splitlines()
+    header = re.compile(r"^\s*\[\s*([A-Za-z0-9_.-]+)\s*\]\s*(#.*)?$")
+    start = next((i for i, ln in enumerate(lines) if (m := header.match(ln)) and m.group(1) == section), None)
+    if start is None:
+        if lines and lines[-1].strip():
+            lines.append("")
+        lines += [f"[{section}]", line]
+    else:
+        end = next((i for i in range(start + 1, len(lines)) if header.match(lines[i])), len(lines))
+        keyline = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        hit = next((i for i in range(start + 1, end) if keyline.match(lines[i])), None)
+        if hit is None:
+            lines.insert(start + 1, line)
+        else:
+            lines[hit] = line
+    new_text = "\n".join(lines) + "\n"
+    try:
+        Settings.model_validate(tomllib.loads(new_text))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except ValidationError as exc:
+        raise _error(exc, str(path)) from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new_text, encoding="utf-8")
+    return path

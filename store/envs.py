@@ -52,8 +52,9 @@ class Environments(Repo):
         limit: int | None = None,
         offset: int = 0,
         ids: list[str] | None = None,
+        since: str | None = None,
     ) -> list[dict[str, Any]]:
-        where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids)
+        where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids, since=since)
         sql = "SELECT * FROM environments" + where + " ORDER BY created_at, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
@@ -64,8 +65,11 @@ class Environments(Repo):
         return self.store.query("SELECT COUNT(*) AS n FROM environments" + where, params)[0]["n"]
 
     @staticmethod
-    def _where(*, seed_id=None, status=None, split=None, text=None, ids=None) -> tuple[str, tuple]:
+    def _where(*, seed_id=None, status=None, split=None, text=None, ids=None, since=None) -> tuple[str, tuple]:
         where, params = [], []
+        if since is not None:
+            where.append("created_at >= ?")
+            params.append(since)
         for col, val in (("seed_id", seed_id), ("status", status), ("split", split)):
             if val is not None:
                 where.append(f"{col} = ?")

@@ -1,85 +1,189 @@
-"""The Textual workbench. Built with its store passed in, so tests run it on a tmp store."""
+"""The Textual workbench. Built with its store passed in (``Workbench(store=…)``), so tests run it on a tmp store.
+
+Six screens, each a mode (so each keeps its state when you switch): Seeds, Environments, Sandbox, Training,
+Eval and Jobs. Long work runs as ``sandmle`` child processes recorded in the store (see ``workbench/jobs.py``);
+the app polls them, keeps them when you change screens, and asks before quitting while one runs."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from functools import partial
+from typing import Iterable
 
-from textual.app import App, ComposeResult
+from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Header, Input, Markdown
+from textual.screen import Screen
 
-THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
+from .jobs import Job, JobManager
+from .messages import JobFinished, JobStarted
+from .screens.confirm_quit import ConfirmQuitScreen
+from .screens.environments import EnvironmentsScreen
+from .screens.eval import EvalScreen
+from .screens.jobs import JobsScreen
+from .screens.sandbox import SandboxScreen
+from .screens.seeds import SeedsScreen
+from .screens.training import TrainingScreen
+from .themes import DEFAULT_THEME, THEMES_DIR, save_theme, saved_theme, shipped_themes
+
+#: mode name → (screen class, key)
+SCREENS = {
+    "seeds": (SeedsScreen, "1"),
+    "environments": (EnvironmentsScreen, "2"),
+    "sandbox": (SandboxScreen, "3"),
+    "training": (TrainingScreen, "4"),
+    "eval": (EvalScreen, "5"),
+    "jobs": (JobsScreen, "6"),
+}
 
 
 class Workbench(App):
-    """Seeds table with live filter and a Markdown detail pane."""
+    """SandMLE Workbench: curate seeds, inspect environments and sandbox logs, train and evaluate agents."""
 
     TITLE = "SandMLE Workbench"
     CSS_PATH = [THEMES_DIR / "base.tcss"]
+    MODES = {name: cls for name, (cls, _) in SCREENS.items()}
     BINDINGS = [
+        *[Binding(key, f"switch_mode('{name}')", cls.LABEL, id=f"nav.{name}",
+                  tooltip=f"Go to the {cls.LABEL} screen", show=False)
+          for name, (cls, key) in SCREENS.items()],
         Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("slash", "focus_filter", "Filter", id="seeds.filter"),
-        Binding("e", "toggle_enabled", "Enable/disable", id="seeds.toggle"),
-        Binding("escape", "focus_table", "Table", show=False, id="seeds.table"),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_now"),
+        Binding("ctrl+t", "next_theme", "Theme", show=False, id="app.theme"),
+        Binding("question_mark", "toggle_help", "Keys", id="app.help"),
     ]
 
-    def __init__(self, store, **kwargs):
+    def __init__(self, store, *, settings=None, poll_s: float = 0.5, **kwargs):
         super().__init__(**kwargs)
+        from engine.config import Settings, load_settings
+        from engine.errors import SandmleError
+
         self.store = store
+        try:
+            self.settings = settings or load_settings()
+        except SandmleError:
+            self.settings = Settings()
+        self.jobs = JobManager(store)
+        self.poll_s = poll_s
+        self._theme_ready = False
+        for theme in shipped_themes():
+            self.register_theme(theme)
+        wanted = self.settings.workbench.theme if settings is not None else saved_theme()
+        self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Input(placeholder="filter seeds (/)", id="seed-filter")
-        yield DataTable(id="seeds-table", cursor_type="row", zebra_stripes=True)
-        yield Markdown(id="seed-detail")
-        yield Footer()
-
+    # ------------------------------------------------------------------ start
     def on_mount(self) -> None:
-        table = self.query_one("#seeds-table", DataTable)
-        table.add_columns("id", "modality", "metric", "on", "envs")
-        self.refresh_seeds()
-        table.focus()
+        self._theme_ready = True
+        self.switch_mode("seeds")
+        self.set_interval(self.poll_s, self.poll_jobs)
 
-    def refresh_seeds(self, text: str | None = None) -> None:
-        table = self.query_one("#seeds-table", DataTable)
-        table.clear()
-        for seed in self.store.seeds.list(text=text or None):
-            table.add_row(seed["id"], seed["modality"], seed["metric"], "✓" if seed["enabled"] else "·",
-                          str(seed["n_verified"]), key=seed["id"])
-        self.show_detail()
+    def get_default_screen(self) -> Screen:
+        return Screen(id="_default")
 
-    def show_detail(self) -> None:
-        table = self.query_one("#seeds-table", DataTable)
-        detail = self.query_one("#seed-detail", Markdown)
-        if table.row_count == 0:
-            detail.update("*No seeds match.*")
+    # ------------------------------------------------------------------ themes
+    def watch_theme(self, name: str) -> None:
+        if self._theme_ready:
+            try:
+                save_theme(name)
+            except Exception as exc:  # noqa: BLE001 - a read-only config must not break the UI
+                self.notify(f"could not remember the theme: {exc}", severity="warning")
+
+    def action_next_theme(self) -> None:
+        names = [t.name for t in shipped_themes()]
+        self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        self.notify(f"theme: {self.theme}", timeout=2)
+
+    # ------------------------------------------------------------------ jobs
+    def launch_job(self, kind: str, argv: list[str], label: str, **extra) -> Job | None:
+        """Start ``sandmle <argv>`` in the background; the Jobs screen shows it."""
+        try:
+            job = self.jobs.launch(kind, argv, label, **extra)
+        except OSError as exc:
+            self.notify(f"could not start {label}: {exc}", severity="error")
+            return None
+        self.notify(f"started: {label} (6: jobs)", title="job", timeout=4)
+        self.post_message(JobStarted(job.run_id, label))
+        return job
+
+    def poll_jobs(self) -> None:
+        for job in self.jobs.poll():
+            self.post_message(JobFinished(job.run_id, job.status))
+        if self.jobs.running():
+            self._reload_screen()
+
+    def on_job_finished(self, event: JobFinished) -> None:
+        job = self.jobs.jobs.get(event.run_id)
+        label = job.label if job else event.run_id
+        severity = "information" if event.status == "done" else "error"
+        detail = "" if event.status == "done" or job is None else f": {job.last_line()[:80]}"
+        self.notify(f"{label}: {event.status}{detail}", title="job", severity=severity, timeout=8)
+        self._reload_screen(force=True)
+
+    def _reload_screen(self, force: bool = False) -> None:
+        """Refresh the active screen from the store (at most every 2 s unless forced)."""
+        import time
+
+        now = time.monotonic()
+        if not force and now - getattr(self, "_last_reload", 0.0) < 2.0:
             return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        seed = self.store.seeds.get(key)
-        detail.update(f"## {seed['title']}\n\n`{seed['task_type']}` · `{seed['metric']}`\n\n{seed['description']}")
+        self._last_reload = now
+        screen = self.screen
+        if hasattr(screen, "reload") and getattr(screen, "is_mounted", False):
+            screen.reload()
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.refresh_seeds(event.value)
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.show_detail()
-
-    def action_focus_filter(self) -> None:
-        self.query_one("#seed-filter", Input).focus()
-
-    def action_focus_table(self) -> None:
-        self.query_one("#seeds-table", DataTable).focus()
-
-    def action_toggle_enabled(self) -> None:
-        table = self.query_one("#seeds-table", DataTable)
-        if table.row_count == 0:
+    # ------------------------------------------------------------------ quit
+    async def action_quit(self) -> None:
+        running = self.jobs.running()
+        if not running:
+            self.exit()
             return
-        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
-        seed = self.store.seeds.get(key)
-        self.store.seeds.set_enabled(key, not seed["enabled"])
-        row = table.cursor_row
-        self.refresh_seeds(self.query_one("#seed-filter", Input).value)
-        table.move_cursor(row=row)
+
+        def done(choice: str | None) -> None:
+            if choice == "stop":
+                self.jobs.stop_all()
+                self.exit()
+            elif choice == "leave":
+                self.exit(message=f"{len(running)} job(s) left running; `sandmle` shows them on the Jobs screen.")
+
+        self.push_screen(ConfirmQuitScreen([j.label for j in running]), done)
+
+    def action_toggle_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    # ------------------------------------------------------------------ command palette
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action: screen switches, every binding of every screen (switching screen first), the app's own."""
+        yield from super().get_system_commands(screen)
+        for name, (cls, key) in SCREENS.items():
+            yield SystemCommand(f"Go to {cls.LABEL}", f"key {key} · the {cls.LABEL} screen",
+                                partial(self.switch_mode, name))
+        seen: set[str] = set()
+        active = type(screen)
+        groups = [(None, active)] + [(name, cls) for name, (cls, _) in SCREENS.items() if cls is not active]
+        for mode, cls in groups:
+            for binding in getattr(cls, "BINDINGS", []):
+                if not isinstance(binding, Binding) or binding.id in seen or binding.action.startswith("app."):
+                    continue
+                seen.add(binding.id)
+                label = getattr(cls, "LABEL", "") or cls.__name__
+                yield SystemCommand(f"{label}: {binding.description}",
+                                    f"key {binding.key} · id {binding.id}" + (f" · {binding.tooltip}" if binding.tooltip else ""),
+                                    partial(self._run_on, mode, binding.action))
+        yield SystemCommand("Next theme", "ctrl+t · switch between the themes in themes/ (remembered)",
+                            self.action_next_theme)
+
+    def _run_on(self, mode: str | None, action: str) -> None:
+        """Run a screen action, switching to its screen first when it lives on another one."""
+        if mode is None or self.current_mode == mode:
+            self.call_later(self.screen.run_action, action)
+            return
+
+        async def go() -> None:
+            await self.switch_mode(mode)
+            await self.screen.run_action(action)
+
+        self.call_later(go)
 
 
 def run_app(store) -> None:

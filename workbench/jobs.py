@@ -1,0 +1,244 @@
+"""Long work started from the workbench: ``sandmle`` subcommands run as child processes, recorded in the store
+as runs (``config.launcher == "workbench"``), with their output in ``<data dir>/jobs/<run id>.log``.
+
+A job runs in its own session, so it keeps running when the user changes screens — or quits the app and
+chooses to leave it running. Stopping sends SIGINT first (the CLI saves what it has), then SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+LAUNCHER = "workbench"
+
+
+def resolve_command(path: list[str]) -> click.Command | None:
+    """The click command at ``sandmle <path…>``, or None where it has not landed in this build."""
+    from workbench.cli.main import cli
+
+    cmd: click.Command | None = cli
+    ctx = click.Context(cli)
+    for name in path:
+        if not isinstance(cmd, click.Group):
+            return None
+        try:
+            cmd = cmd.get_command(ctx, name)
+        except (ImportError, AttributeError):
+            return None
+        if cmd is None:
+            return None
+    return cmd
+
+
+def command_options(path: list[str]) -> set[str]:
+    """Names of the options of ``sandmle <path…>`` (empty when the command is missing)."""
+    cmd = resolve_command(path)
+    if cmd is None:
+        return set()
+    return {p.name for p in cmd.params if isinstance(p, click.Option) and p.name}
+
+
+def build_argv(path: list[str], values: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """``sandmle <path> --opt value…`` for the values the command accepts; returns (argv, ignored names).
+
+    Lists become repeated options when the option is ``multiple`` and a comma list otherwise; True flags
+    become ``--name``; None, False and empty values are left out."""
+    cmd = resolve_command(path)
+    if cmd is None:
+        return [], sorted(values)
+    params = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
+    argv, ignored = list(path), []
+    for name, value in values.items():
+        if value in (None, "", False, [], ()):
+            continue
+        param = params.get(name)
+        if param is None:
+            ignored.append(name)
+            continue
+        flag = max(param.opts, key=len)
+        if param.is_flag:
+            argv.append(flag)
+        elif isinstance(value, (list, tuple)):
+            if param.multiple:
+                for v in value:
+                    argv += [flag, str(v)]
+            else:
+                argv += [flag, ",".join(map(str, value))]
+        else:
+            argv += [flag, str(value)]
+    return argv, ignored
+
+
+def pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as finished
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def tail(path: Path, max_bytes: int = 4096) -> str:
+    """The last line of a log that has text (progress bars rewrite lines with \\r)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            data = f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    for line in reversed(data.replace("\r", "\n").splitlines()):
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+@dataclass
+class Job:
+    run_id: str
+    kind: str
+    label: str
+    argv: list[str]
+    log_path: Path
+    started: float = field(default_factory=time.monotonic)
+    proc: subprocess.Popen | None = None
+    pid: int | None = None
+    status: str = "running"
+    returncode: int | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def last_line(self) -> str:
+        return tail(self.log_path)
+
+
+class JobManager:
+    """Starts, polls and stops the workbench's jobs; every state change is written to the store."""
+
+    def __init__(self, store):
+        self.store = store
+        self.jobs: dict[str, Job] = {}
+        self.adopt()
+
+    # ------------------------------------------------------------------ lifecycle
+    def launch(self, kind: str, argv: list[str], label: str | None = None, **extra: Any) -> Job:
+        """Run ``sandmle <argv…>`` in the background against this store; returns the job."""
+        label = label or "sandmle " + " ".join(argv)
+        jobs_dir = self.store.data_dir / "jobs"
+        jobs_dir.mkdir(parents=True, exist_ok=True)
+        run_id = self.store.runs.create(
+            kind, {"launcher": LAUNCHER, "argv": argv, **extra}, name=label, status="running", dir=str(jobs_dir)
+        )
+        log_path = jobs_dir / f"{run_id}.log"
+        root = str(Path(__file__).resolve().parent.parent)  # the child runs the same code as this app
+        path = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env = dict(os.environ, SANDMLE_HOME=str(self.store.path.parent), PYTHONUNBUFFERED="1",
+                   SANDMLE_JOB_ID=run_id, PYTHONPATH=path)
+        with open(log_path, "wb") as log:
+            log.write(f"$ sandmle {' '.join(argv)}\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "workbench", *argv], stdout=log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+            )
+        self.store.runs.update(run_id, pid=proc.pid)
+        job = Job(run_id, kind, label, argv, log_path, proc=proc, pid=proc.pid)
+        self.jobs[run_id] = job
+        return job
+
+    def adopt(self) -> None:
+        """Pick up jobs an earlier session left running (still alive → shown as running; gone → 'stopped')."""
+        for run in self.store.runs.list(status="running", limit=200):
+            if (run.get("config") or {}).get("launcher") != LAUNCHER:
+                continue
+            log_path = Path(run["dir"] or self.store.data_dir / "jobs") / f"{run['id']}.log"
+            job = Job(run["id"], run["kind"], run["name"] or run["id"], run["config"].get("argv", []),
+                      log_path, pid=run["pid"])
+            if not pid_alive(run["pid"]):
+                job.status = "stopped"
+                self.store.runs.finish(run["id"], "stopped", error="the workbench lost track of this job")
+            self.jobs[run["id"]] = job
+
+    def poll(self) -> list[Job]:
+        """Check running jobs; returns those that just finished (their run rows are closed)."""
+        finished = []
+        for job in self.jobs.values():
+            if not job.running:
+                continue
+            if job.proc is not None:
+                code = job.proc.poll()
+                if code is None:
+                    continue
+            elif pid_alive(job.pid):
+                continue
+            else:
+                code = None
+            job.returncode = code
+            job.status = "done" if code == 0 else ("stopped" if code in (-2, -15, 130, None) else "failed")
+            error = None if job.status == "done" else (job.last_line() or f"exit code {code}")
+            self.store.runs.finish(job.run_id, job.status, error=error)
+            finished.append(job)
+        return finished
+
+    def stop(self, run_id: str, grace_s: float = 5.0) -> bool:
+        """SIGINT (the CLI's Ctrl-C path saves work), then SIGTERM after ``grace_s``. True if it was running."""
+        job = self.jobs.get(run_id)
+        pid = job.pid if job else None
+        if job is None or not job.running or not pid_alive(pid):
+            return False
+        try:
+            os.killpg(pid, signal.SIGINT)
+        except (ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and pid_alive(pid):
+            if job.proc is not None and job.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        if pid_alive(pid):
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        self.poll()
+        return True
+
+    def stop_all(self) -> None:
+        for job in self.running():
+            self.stop(job.run_id)
+
+    # ------------------------------------------------------------------ queries
+    def running(self) -> list[Job]:
+        return [j for j in self.jobs.values() if j.running]
+
+    def ordered(self) -> list[Job]:
+        return sorted(self.jobs.values(), key=lambda j: j.started, reverse=True)
+
+
+def stop_pid(pid: int | None) -> bool:
+    """Ask a run's process (started anywhere on this host) to stop with SIGINT. True if it was alive."""
+    if not pid_alive(pid):
+        return False
+    os.kill(pid, signal.SIGINT)
+    return True

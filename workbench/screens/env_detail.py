@@ -1,0 +1,149 @@
+"""One environment in depth: description, dataset preview of train/test, leaderboard and medal thresholds, the
+verification log (checks and synthesis attempts), and the generator program. Export makes a .tar.gz."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+from rich.syntax import Syntax
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Markdown, Static, TabbedContent, TabPane
+
+from ..widgets.dataset_preview import DatasetPreview
+from .base import BaseScreen, fmt_duration
+
+
+def export_env(screen, env_id: str) -> None:
+    """Write ``<data dir>/exports/<env id>.tar.gz`` (public/, private/, generator, env.json) in a thread."""
+
+    def run() -> None:
+        env = screen.store.envs.get(env_id)
+        if not env.get("dir") or not Path(env["dir"]).is_dir():
+            screen.app.call_from_thread(screen.notify, f"{env_id} has no files on disk to export", severity="error")
+            return
+        out_dir = screen.store.data_dir / "exports"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = out_dir / f"{env_id}.tar.gz"
+        with tarfile.open(target, "w:gz") as tar:
+            tar.add(env["dir"], arcname=env_id)
+        screen.app.call_from_thread(screen.notify, f"exported to {target}", title="export", timeout=8)
+
+    screen.run_worker(run, thread=True, group="export", exclusive=True)
+
+
+def verification_text(env: dict, attempts: list[dict]) -> str:
+    lines = [f"status: {env['status']}" + (f" — {env['reason']}" if env.get("reason") else "")]
+    for name, check in (env.get("verification") or {}).items():
+        if isinstance(check, dict):
+            ok = check.get("ok", check.get("passed"))
+            mark = "✓" if ok else ("✗" if ok is False else "·")
+            rest = ", ".join(f"{k}={v}" for k, v in check.items() if k not in ("ok", "passed"))
+            lines.append(f"{mark} {name}: {rest}")
+        else:
+            lines.append(f"· {name}: {json.dumps(check, default=str)[:200]}")
+    if attempts:
+        lines += ["", "synthesis attempts:"]
+        for a in attempts:
+            lines.append(f"  {a['role']:<9} #{a['attempt']} {a['verdict']:<6} {fmt_duration(a.get('wall_s')):>7} "
+                         f"{(a.get('feedback') or '')[:120]}")
+    return "\n".join(lines)
+
+
+class EnvDetailScreen(BaseScreen):
+    LABEL = "Environment"
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="env.back"),
+        Binding("x", "export", "Export", id="env.export"),
+        Binding("1", "tab('tab-overview')", "Overview", show=False, id="env.tab_overview"),
+        Binding("2", "tab('tab-data')", "Data", show=False, id="env.tab_data"),
+        Binding("3", "tab('tab-board')", "Leaderboard", show=False, id="env.tab_board"),
+        Binding("4", "tab('tab-verify')", "Verification", show=False, id="env.tab_verify"),
+        Binding("5", "tab('tab-generator')", "Generator", show=False, id="env.tab_generator"),
+    ]
+
+    def __init__(self, env_id: str, **kwargs):
+        super().__init__(**kwargs)
+        self.env_id = env_id
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with TabbedContent(id="env-tabs"):
+            with TabPane("Overview", id="tab-overview"):
+                yield Markdown(id="env-description")
+            with TabPane("Data", id="tab-data"):
+                with VerticalScroll():
+                    yield DatasetPreview("train", id="preview-train")
+                    yield DatasetPreview("test", id="preview-test")
+            with TabPane("Board", id="tab-board"):
+                yield Static("", id="env-thresholds")
+                yield DataTable(id="env-board", cursor_type="row", zebra_stripes=True)
+            with TabPane("Verify", id="tab-verify"):
+                with VerticalScroll():
+                    yield Static("", id="env-verification")
+            with TabPane("Generator", id="tab-generator"):
+                with VerticalScroll():
+                    yield Static("", id="env-generator")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        env = self.store.envs.get(self.env_id)
+        self.env = env
+        self.sub_title = f"{env['id']} · {env['status']}"
+        root = Path(env["dir"]) if env.get("dir") else None
+        description = ""
+        if root and (root / "public" / "description.md").is_file():
+            description = (root / "public" / "description.md").read_text(encoding="utf-8")
+        head = (f"# {env['title']}\n\n`{env['id']}` · seed `{env['seed_id']}` · {env['modality']} · "
+                f"{env['task_type']} · **{env['metric']}** ({'lower' if env['lower_is_better'] else 'higher'} "
+                f"is better) · status **{env['status']}**"
+                + (f" — {env['reason']}" if env.get("reason") else "")
+                + f"\n\nbackend {env.get('backend') or '?'} · rng seed {env.get('rng_seed')} · split {env['split']}"
+                f" · {env['n_train'] or '?'} train / {env['n_test'] or '?'} test rows\n\n")
+        self.query_one("#env-description", Markdown).update(head + (description or "*no description.md on disk*"))
+        self.fill_board(env)
+        self.query_one("#env-verification", Static).update(
+            verification_text(env, self.store.envs.attempts(env_id=self.env_id)))
+        generator = root / "generator.py" if root else None
+        self.query_one("#env-generator", Static).update(
+            Syntax(generator.read_text(encoding="utf-8"), "python", line_numbers=True, theme="ansi_dark",
+                   background_color="default")
+            if generator and generator.is_file() else "no generator.py on disk")
+        self.load_previews(root, env.get("target_columns") or [])
+        self.ready = True
+
+    def fill_board(self, env: dict) -> None:
+        t = env.get("thresholds") or {}
+        shown = " · ".join(f"{k} {t[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
+                           if isinstance(t.get(k), (int, float)))
+        self.query_one("#env-thresholds", Static).update(
+            f"medal thresholds ({'lower' if env['lower_is_better'] else 'higher'} is better): {shown or '—'}")
+        board = self.query_one("#env-board", DataTable)
+        board.add_columns("#", "entry", "score", "medal", "seed", "source", "wall")
+        for i, e in enumerate(self.store.envs.leaderboard(self.env_id), 1):
+            board.add_row(str(i), e["name"], f"{e['score']:.4g}", medal_of(e["score"], t, env["lower_is_better"]),
+                          str(e.get("rng_seed") or ""), e.get("source") or "", fmt_duration(e.get("wall_s")))
+
+    @work(exclusive=True, group="env-previews")
+    async def load_previews(self, root: Path | None, targets: list[str]) -> None:
+        public = root / "public" if root else None
+        self.query_one("#preview-train", DatasetPreview).show(public / "train.csv" if public else None, targets)
+        self.query_one("#preview-test", DatasetPreview).show(public / "test.csv" if public else None, [])
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one("#env-tabs", TabbedContent).active = tab
+
+    def action_export(self) -> None:
+        export_env(self, self.env_id)
+
+
+def medal_of(score: float, t: dict, lower: bool) -> str:
+    for name in ("gold", "silver", "bronze", "median"):
+        bar = t.get(name)
+        if isinstance(bar, (int, float)) and (score <= bar if lower else score >= bar):
+            return "above median" if name == "median" else name
+    return ""

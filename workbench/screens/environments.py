@@ -1,0 +1,133 @@
+"""Environments: every synthetic task with its verification status (and why it was rejected). Paged, so ten
+thousand rows open at once; enter opens the detail."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Input, Static
+
+from ..widgets.nav_bar import NavBar
+from .base import BaseScreen, fill_table, selected_key
+
+PAGE = 200
+STATUSES = (None, "verified", "rejected", "pending")
+MARK = {"verified": "✓ verified", "rejected": "✗ rejected", "pending": "… pending"}
+
+
+class EnvironmentsScreen(BaseScreen):
+    LABEL = "Environments"
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="envs.filter"),
+        Binding("escape", "focus_table", "Table", show=False, id="envs.table"),
+        Binding("enter", "open", "Open", id="envs.open"),
+        Binding("v", "cycle_status", "Status", id="envs.status"),
+        Binding("right_square_bracket", "page(1)", "Next page", id="envs.next_page"),
+        Binding("left_square_bracket", "page(-1)", "Prev page", show=False, id="envs.prev_page"),
+        Binding("x", "export", "Export", id="envs.export"),
+    ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.status: str | None = None
+        self.page_start = 0
+        self.total = 0
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("environments")
+        yield Input(placeholder="filter: id, title, seed, metric (/)", id="env-filter", classes="filter", compact=True)
+        yield DataTable(id="envs-table", cursor_type="row", zebra_stripes=True, classes="main-table")
+        yield Static("", id="envs-info", classes="info-line")
+        yield Static("", id="env-summary", classes="summary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.table.add_columns("id", "seed", "status", "metric", "rows", "why rejected")
+        self.reload()
+        self.table.focus()
+        self.ready = True
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#envs-table", DataTable)
+
+    def filters(self) -> dict:
+        text = self.query_one("#env-filter", Input).value.strip()
+        return {"status": self.status, "text": text or None}
+
+    def reload(self) -> None:
+        f = self.filters()
+        self.total = self.store.envs.count(**f)
+        self.page_start = max(0, min(self.page_start, (self.total - 1) // PAGE * PAGE if self.total else 0))
+        envs = self.store.envs.list(**f, limit=PAGE, offset=self.page_start)
+        keep = selected_key(self.table)
+        rows = [(e["id"], (e["id"], e["seed_id"] or "", MARK.get(e["status"], e["status"]), e["metric"],
+                           f"{e['n_train'] or '?'}/{e['n_test'] or '?'}", (e["reason"] or "")[:40]))
+                for e in envs]
+        fill_table(self.table, rows, keep)
+        end = self.page_start + len(envs)
+        self.query_one("#envs-info", Static).update(
+            f"{self.page_start + 1 if envs else 0}–{end} of {self.total:,} · status {self.status or 'all'} · "
+            f"v: status  [ ]: page  enter: open")
+        self.show_summary()
+
+    def show_summary(self) -> None:
+        key = selected_key(self.table)
+        box = self.query_one("#env-summary", Static)
+        if key is None:
+            box.update("No environments yet: synthesize some from the Seeds screen (1, then s).")
+            return
+        env = self.store.envs.get(key)
+        text = f"[b]{env['title']}[/b] · {env['modality']} · {env['task_type']} · split {env['split']}"
+        if env["status"] == "rejected" and env["reason"]:
+            text += f"\n[red]rejected:[/] {env['reason']}"
+        elif env.get("thresholds"):
+            t = env["thresholds"]
+            text += "\nmedals: " + " · ".join(f"{k} {t[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
+                                              if isinstance(t.get(k), (int, float)))
+        box.update(text)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.page_start = 0
+        self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_summary()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#env-filter", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.table.focus()
+
+    def action_cycle_status(self) -> None:
+        self.status = STATUSES[(STATUSES.index(self.status) + 1) % len(STATUSES)]
+        self.page_start = 0
+        self.reload()
+
+    def action_page(self, delta: int) -> None:
+        new = self.page_start + delta * PAGE
+        if 0 <= new < max(1, self.total):
+            self.page_start = new
+            self.reload()
+            self.table.move_cursor(row=0)
+
+    def action_open(self) -> None:
+        key = selected_key(self.table)
+        if key is not None:
+            from .env_detail import EnvDetailScreen
+
+            self.app.push_screen(EnvDetailScreen(key))
+
+    def action_export(self) -> None:
+        key = selected_key(self.table)
+        if key is not None:
+            from .env_detail import export_env
+
+            export_env(self, key)

@@ -1,0 +1,117 @@
+"""The launch form for SFT / GRPO / eval runs. The command line is built from the options the installed
+``sandmle`` command really accepts; a field it does not accept is named, never silently dropped."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select
+
+from ..jobs import build_argv, command_options, resolve_command
+
+#: run kind → the sandmle subcommand that runs it
+COMMANDS = {"sft": ["train", "sft"], "grpo": ["train", "grpo"], "eval": ["eval"]}
+#: form field → option names the CLI may use for it (first one found wins)
+ALIASES = {
+    "model": ["model", "base_model", "policy"],
+    "adapter": ["adapter", "init_adapter", "checkpoint"],
+    "envs": ["envs", "env", "environments", "env_ids", "split"],
+    "group_size": ["group_size", "group", "num_generations", "g"],
+    "steps": ["steps", "max_steps", "num_steps"],
+    "backend": ["backend", "sandbox", "sandbox_backend"],
+}
+FIELDS = [("model", "model", "tiny"), ("adapter", "adapter", ""), ("envs", "environments", "verified"),
+          ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", "local")]
+
+
+def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str], bool]:
+    """(argv, fields the command does not accept, command available)."""
+    path = COMMANDS[kind]
+    if resolve_command(path) is None:
+        return [], [], False
+    accepted = command_options(path)
+    mapped, missing = {}, []
+    for field, value in values.items():
+        if not value:
+            continue
+        name = next((a for a in ALIASES.get(field, [field]) if a in accepted), None)
+        if name is None:
+            missing.append(field)
+        else:
+            mapped[name] = value
+    if "json" in accepted:
+        mapped["json"] = True
+    argv, _ = build_argv(path, mapped)
+    return argv, missing, True
+
+
+class LaunchFormScreen(ModalScreen[dict | None]):
+    """Dismisses with {"kind", "argv", "values"} or None."""
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="launch.cancel"),
+        Binding("ctrl+s", "submit", "Launch", id="launch.submit"),
+    ]
+
+    def __init__(self, kind: str = "grpo", defaults: dict[str, str] | None = None):
+        super().__init__()
+        self.kind = kind
+        self.defaults = defaults or {}
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog"):
+            yield Label("Launch a run", classes="dialog-title")
+            with Horizontal(classes="form-row"):
+                yield Label("kind", classes="form-label")
+                yield Select([("GRPO (RL)", "grpo"), ("SFT", "sft"), ("eval", "eval")], value=self.kind,
+                             allow_blank=False, id="launch-kind")
+            for name, label, default in FIELDS:
+                with Horizontal(classes="form-row"):
+                    yield Label(label, classes="form-label")
+                    yield Input(self.defaults.get(name, default), id=f"launch-{name}")
+            yield Label("", id="launch-command", classes="dialog-help")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Launch (ctrl+s)", id="start", variant="primary")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self.update_preview()
+
+    def values(self) -> dict[str, str]:
+        return {name: self.query_one(f"#launch-{name}", Input).value.strip() for name, _, _ in FIELDS}
+
+    def update_preview(self) -> None:
+        kind = self.query_one("#launch-kind", Select).value
+        argv, missing, ok = map_values(kind, self.values())
+        label = self.query_one("#launch-command", Label)
+        if not ok:
+            label.update(f"[b red]`sandmle {' '.join(COMMANDS[kind])}` has not landed in this build: "
+                         f"this run cannot start yet.[/]")
+        else:
+            text = "runs: sandmle " + " ".join(argv)
+            if missing:
+                text += f"\n[yellow]not accepted by this command (ignored): {', '.join(missing)}[/]"
+            label.update(text)
+        self.query_one("#start", Button).disabled = not ok
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        self.update_preview()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.update_preview()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.action_submit() if event.button.id == "start" else self.action_cancel()
+
+    def action_submit(self) -> None:
+        kind = self.query_one("#launch-kind", Select).value
+        argv, missing, ok = map_values(kind, self.values())
+        if not ok:
+            self.notify(f"`sandmle {' '.join(COMMANDS[kind])}` has not landed in this build", severity="error")
+            return
+        self.dismiss({"kind": kind, "argv": argv, "ignored": missing, "values": self.values()})
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

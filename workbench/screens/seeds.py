@@ -1,0 +1,160 @@
+"""Seeds: the real tasks synthesis imitates. Filter as you type, read the description and schema, enable or
+disable, tag, import a folder, and synthesize N environments from a seed."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Input, Markdown
+
+from ..jobs import build_argv, resolve_command
+from ..widgets.nav_bar import NavBar
+from .base import BaseScreen, fill_table, selected_key
+from .prompt import PromptScreen
+from .synth_form import SynthFormScreen
+
+
+def seed_markdown(seed: dict) -> str:
+    direction = "lower is better" if seed["lower_is_better"] else "higher is better"
+    lines = [f"## {seed['title']}", "",
+             f"`{seed['id']}` · {seed['modality']} · {seed['task_type']} · **{seed['metric']}** ({direction})", "",
+             f"id column `{seed['id_column']}` · targets {', '.join(f'`{t}`' for t in seed['target_columns'])} · "
+             f"original size {seed['train_size']:,} train / {seed['test_size']:,} test"
+             + (f" · origin `{seed['origin']}`" if seed.get("origin") else ""), "",
+             f"tags: {', '.join(seed['tags']) or '—'} · {'enabled' if seed['enabled'] else '**disabled**'}", "",
+             "### Schema", "", "| column | dtype | role | description |", "|---|---|---|---|"]
+    for c in seed["columns"]:
+        lines.append(f"| {c['name']} | {c.get('dtype', '')} | {c.get('role', '')} | {c.get('description', '')} |")
+    lines += ["", "### Description", "", seed["description"].strip()]
+    return "\n".join(lines)
+
+
+class SeedsScreen(BaseScreen):
+    LABEL = "Seeds"
+    BINDINGS = [
+        Binding("slash", "focus_filter", "Filter", id="seeds.filter"),
+        Binding("escape", "focus_table", "Table", show=False, id="seeds.table"),
+        Binding("e", "toggle_enabled", "On/off", id="seeds.toggle"),
+        Binding("t", "tag", "Tag", id="seeds.tag"),
+        Binding("i", "import_folder", "Import", id="seeds.import"),
+        Binding("s", "synthesize", "Synthesize", id="seeds.synth"),
+        Binding("d", "focus_detail", "Detail", show=False, id="seeds.detail"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield NavBar("seeds")
+        yield Input(placeholder="filter seeds: id, title, tag, metric (/)", id="seed-filter", classes="filter", compact=True)
+        yield DataTable(id="seeds-table", cursor_type="row", zebra_stripes=True, classes="main-table")
+        yield Markdown(id="seed-detail", classes="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#seeds-table", DataTable)
+        table.add_columns("id", "modality", "metric", "on", "tags", "envs")
+        self.reload()
+        table.focus()
+        self.ready = True
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#seeds-table", DataTable)
+
+    def reload(self) -> None:
+        text = self.query_one("#seed-filter", Input).value.strip()
+        keep = selected_key(self.table)
+        rows = [(s["id"], (s["id"], s["modality"], s["metric"], "✓" if s["enabled"] else "·",
+                           ",".join(s["tags"])[:14], f"{s['n_verified']}/{s['n_envs']}"))
+                for s in self.store.seeds.list(text=text or None)]
+        fill_table(self.table, rows, keep)
+        self.show_detail()
+
+    def show_detail(self) -> None:
+        key = selected_key(self.table)
+        detail = self.query_one("#seed-detail", Markdown)
+        if key is None:
+            detail.update("*No seeds match.* Import a folder with `i`.")
+            return
+        detail.update(seed_markdown(self.store.seeds.get(key)))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.reload()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.table.focus()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_detail()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#seed-filter", Input).focus()
+
+    def action_focus_table(self) -> None:
+        self.table.focus()
+
+    def action_focus_detail(self) -> None:
+        self.query_one("#seed-detail", Markdown).focus()
+
+    def action_toggle_enabled(self) -> None:
+        key = selected_key(self.table)
+        if key is None:
+            return
+        seed = self.store.seeds.get(key)
+        self.store.seeds.set_enabled(key, not seed["enabled"])
+        self.reload()
+
+    def action_tag(self) -> None:
+        key = selected_key(self.table)
+        if key is None:
+            return
+
+        def done(value: str | None) -> None:
+            if not value:
+                return
+            remove = value.startswith("-")
+            tag = value.lstrip("+-").strip()
+            if tag:
+                self.store.seeds.tag(key, tag, remove=remove)
+                self.reload()
+
+        self.app.push_screen(PromptScreen(f"Tag {key}", "tag (prefix - to remove)",
+                                          help_text="e.g. 'hard' adds a tag, '-hard' removes it"), done)
+
+    def action_import_folder(self) -> None:
+        def done(path: str | None) -> None:
+            if path:
+                self.import_folder(path)
+
+        self.app.push_screen(PromptScreen("Import seeds", "path to a seed folder, an MLE-bench competition, or a "
+                                          "folder of them"), done)
+
+    @work(thread=True, exclusive=True, group="seed-import")
+    def import_folder(self, path: str) -> None:
+        from engine.errors import SandmleError
+        from engine.seeds import import_seeds
+
+        try:
+            seeds = import_seeds(self.store, path)
+        except SandmleError as exc:
+            self.app.call_from_thread(self.notify, str(exc), title="import failed", severity="error", timeout=8)
+            return
+        self.app.call_from_thread(self.notify, f"imported {len(seeds)} seed(s): "
+                                  + ", ".join(s.id for s in seeds[:6]))
+        self.app.call_from_thread(self.reload)
+
+    def action_synthesize(self) -> None:
+        key = selected_key(self.table)
+        if key is None:
+            return
+        available = resolve_command(["synth"]) is not None
+
+        def done(options: dict | None) -> None:
+            if not options:
+                return
+            argv, ignored = build_argv(["synth"], {**options, "json": True})
+            self.app.launch_job("synthesis", argv, f"synth {options['count']} × {key} ({options['backend']})",
+                                seed_id=key, count=options["count"])
+            if ignored:
+                self.notify(f"`sandmle synth` does not accept: {', '.join(ignored)}", severity="warning")
+
+        self.app.push_screen(SynthFormScreen(key, available, self.app.settings.synthesis.backend), done)

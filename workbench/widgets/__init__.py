@@ -1,0 +1,1 @@
+"""The workbench's widgets: one per file."""
