@@ -17,12 +17,14 @@ COMMANDS = {"sft": ["train", "sft"], "grpo": ["train", "grpo"], "eval": ["eval"]
 ALIASES = {
     "model": ["model", "base_model", "policy"],
     "adapter": ["adapter", "init_adapter", "checkpoint"],
-    "envs": ["envs", "env", "environments", "env_ids", "split"],
+    "envs": ["env_split", "split", "envs", "environments", "env_ids"],
+    "env_ids": ["env_ids", "envs", "env"],
     "group_size": ["group_size", "group", "num_generations", "g"],
     "steps": ["steps", "max_steps", "num_steps"],
     "backend": ["backend", "sandbox", "sandbox_backend"],
 }
-FIELDS = [("model", "model", "tiny"), ("adapter", "adapter", ""), ("envs", "environments", "verified"),
+SPLITS = ("train", "heldout", "all")
+FIELDS = [("model", "model", "tiny"), ("adapter", "adapter", ""), ("envs", "environments", "train"),
           ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", "local")]
 
 
@@ -33,6 +35,11 @@ def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str],
         return [], [], False
     accepted = command_options(path)
     mapped, missing = {}, []
+    values = dict(values)
+    envs = values.get("envs", "")
+    if envs and envs not in SPLITS:  # a list of environment ids rather than a split
+        values["env_ids"] = [e.strip() for e in envs.split(",") if e.strip()]
+        values.pop("envs")
     for field, value in values.items():
         if not value:
             continue

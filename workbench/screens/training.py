@@ -3,11 +3,16 @@ resume, and the rollouts of a run (turn by turn; two of one group side by side).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from ..jobs import LAUNCHER, build_argv, command_options, pid_alive, stop_pid
+from ..jobs import LAUNCHER, build_argv, pid_alive, resolve_command, stop_pid
 from ..widgets.metric_curves import MetricCurves
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, fmt_time, selected_key
@@ -140,12 +145,24 @@ class TrainingScreen(BaseScreen):
         if run is None or run["status"] != "running":
             self.notify("select a running run to stop", severity="warning")
             return
-        if stop_pid(run.get("pid")):
+        if resolve_command(["runs", "stop"]) is not None:
+            self.run_cli(["runs", "stop", run["id"]])
+        elif stop_pid(run.get("pid")):
             self.notify(f"asked {run['id']} to stop (it saves a checkpoint first)")
         else:
             self.store.runs.finish(run["id"], "stopped", error="its process is gone")
             self.notify(f"{run['id']}: its process is gone; marked stopped", severity="warning")
             self.reload()
+
+    @work(thread=True, group="runs-cli")
+    def run_cli(self, argv: list[str]) -> None:
+        """A quick ``sandmle`` command (stop) in a thread; its one-line answer becomes a notification."""
+        env = dict(os.environ, SANDMLE_HOME=str(self.store.path.parent))
+        out = subprocess.run([sys.executable, "-m", "workbench", *argv], capture_output=True, text=True,
+                             env=env, timeout=60)
+        text = (out.stdout.strip() or out.stderr.strip() or f"exit {out.returncode}").splitlines()[-1]
+        self.app.call_from_thread(self.notify, text, severity="information" if out.returncode == 0 else "error")
+        self.app.call_from_thread(self.reload)
 
     def action_resume(self) -> None:
         key = selected_key(self.table)
@@ -155,13 +172,15 @@ class TrainingScreen(BaseScreen):
         if run["status"] == "running" and pid_alive(run.get("pid")):
             self.notify(f"{run['id']} is still running", severity="warning")
             return
-        path = COMMANDS.get(run["kind"])
-        if path is None or "resume" not in command_options(path):
-            self.notify(f"`sandmle {' '.join(path or [run['kind']])} --resume` has not landed in this build: "
-                        "this run cannot be resumed from here yet", severity="error", timeout=8)
+        if resolve_command(["runs", "resume"]) is None:
+            self.notify("`sandmle runs resume` has not landed in this build: this run cannot be resumed from "
+                        "here yet", severity="error", timeout=8)
             return
-        argv, _ = build_argv(path, {"resume": run["id"], "json": "json" in command_options(path)})
-        self.app.launch_job(run["kind"], argv, f"resume {run['id']}")
+        if run["status"] == "done":
+            self.notify(f"{run['id']} is done; nothing to resume", severity="warning")
+            return
+        argv, _ = build_argv(["runs", "resume"], {"json": True})
+        self.app.launch_job(run["kind"], [*argv, run["id"]], f"resume {run['id']}")
 
     def action_trajectories(self) -> None:
         key = selected_key(self.table)
