@@ -1,0 +1,114 @@
+"""One episode end to end: open a sandbox workspace, let the policy act through a scaffold, take the submission out,
+grade it OUTSIDE the sandbox, compute the reward, store the trajectory turn by turn."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..environment import EnvSpec
+from ..grading.grade import GradeReport, grade
+from ..grading.rewards import compute_reward
+from .env import MLEEnv
+from .policy import Policy
+from .scaffolds import get_scaffold
+from .scaffolds.base import Transcript
+from .trajectory import Trajectory, Turn
+
+__all__ = ["Turn", "Trajectory", "run_episode", "new_trajectory_id", "register_env"]
+
+
+def new_trajectory_id() -> str:
+    return f"traj-{uuid.uuid4().hex[:12]}"
+
+
+def register_env(store, env: EnvSpec, *, split: str = "imported") -> None:
+    """Make sure the store has a row for ``env`` (trajectories and eval results point at it)."""
+    if store.envs.get(env.id, missing_ok=True) is not None:
+        return
+    g = env.grade
+    store.envs.add({
+        "id": env.id, "seed_id": None, "title": env.title or env.id, "status": "verified", "split": split,
+        "modality": env.modality or "tabular", "task_type": g.task_type or "", "metric": g.metric,
+        "lower_is_better": int(g.lower_is_better), "id_column": g.id_column, "target_columns": g.target_columns,
+        "thresholds": env.thresholds, "dir": str(env.dir),
+    }, leaderboard=[{"name": f"entry-{i}", "score": float(s), "source": "import"} for i, s in enumerate(env.leaderboard)])
+
+
+def _submissions_dir(store) -> Path:
+    if store is not None:
+        path = Path(store.data_dir) / "submissions"
+    else:
+        import tempfile
+
+        path = Path(tempfile.gettempdir()) / "sandmle-submissions"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbox=None, store=None,
+                run_id: str | None = None, group_id: str | None = None, step: int | None = None,
+                rng_seed: int | None = None, max_turns: int = 15, step_timeout_s: float = 300,
+                episode_timeout_s: float = 1200, reward: str = "milestone",
+                trajectory_id: str | None = None) -> Trajectory:
+    """Run one episode of ``policy`` on ``env`` through ``scaffold``; store it when ``store`` is given."""
+    scaffold_fn = get_scaffold(scaffold)
+    traj_id = trajectory_id or new_trajectory_id()
+    own_backend = sandbox is None
+    if own_backend:
+        from ..sandbox import get_backend
+
+        sandbox = get_backend("local", store=store)
+    if store is not None:
+        register_env(store, env)
+    meta: dict[str, Any] = {"env_id": env.id if store is not None else None, "run_id": run_id,
+                            "trajectory_id": traj_id}
+    menv = MLEEnv(env.id, env.public, env.grade, sandbox, max_steps=max_turns, step_timeout_s=step_timeout_s,
+                  episode_timeout_s=episode_timeout_s, meta=meta)
+    t0 = time.monotonic()
+    transcript = Transcript()
+    status, error = "done", None
+    submission_path: str | None = None
+    interrupted: BaseException | None = None
+    try:
+        try:
+            transcript = scaffold_fn(menv, policy, max_turns=max_turns, rng_seed=rng_seed)
+        except KeyboardInterrupt as exc:
+            status, error, interrupted = "error", "interrupted", exc
+        except Exception as exc:  # noqa: BLE001 - a failing policy/backend ends this episode, not the batch
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+        if menv.ws is not None:
+            data = menv.submission()
+            if data is not None:
+                path = _submissions_dir(store) / f"{traj_id}.csv"
+                path.write_bytes(data)
+                submission_path = str(path)
+    finally:
+        menv.close()
+        if own_backend:
+            sandbox.close()
+    render = getattr(policy, "render_messages", None)
+    if callable(render) and transcript.messages:
+        render(transcript.messages)  # token ids of messages the model never had to read (the last observation)
+    transcript.sync_tokens()
+    state = menv.state
+    report: GradeReport = grade(env, submission_path)
+    total, breakdown = compute_reward(report, transcript.turns, reward)
+    if state.timed_out and status == "done":
+        status = "timeout"
+    traj = Trajectory(
+        id=traj_id, env_id=env.id, policy=getattr(policy, "name", type(policy).__name__), scaffold=scaffold,
+        turns=transcript.turns, terminated=state.terminated, truncated=state.truncated, timed_out=state.timed_out,
+        submission_path=submission_path, grade=report.to_dict(), reward=total, reward_breakdown=breakdown,
+        wall_s=time.monotonic() - t0, sandbox_s=state.sandbox_s, group_id=group_id, step=step, rng_seed=rng_seed,
+        run_id=run_id, status=status, error=error,
+        state={**state.to_dict(), **({"usage": transcript.usage} if transcript.usage else {}),
+               **transcript.extra},
+    )
+    if store is not None:
+        store.trajectories.add(traj.row(), [t.to_dict() for t in traj.turns])
+    if interrupted is not None:
+        raise interrupted
+    return traj

@@ -1,0 +1,103 @@
+"""Grade reports with MLE-bench's fields: one submission file, graded outside any sandbox.
+
+``grade(env, submission_path)`` never raises for a bad submission: the reason goes into ``error`` and
+``valid_submission`` is false. It raises only for a broken environment (no answers, no grading spec).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..environment import EnvSpec
+from ..errors import GradingError, InvalidSubmission
+from .score import read_frame, score_submission
+from .thresholds import Thresholds, human_rank, thresholds
+
+
+@dataclass
+class GradeReport:
+    competition_id: str
+    score: float | None
+    valid_submission: bool
+    submission_exists: bool
+    gold_medal: bool = False
+    silver_medal: bool = False
+    bronze_medal: bool = False
+    any_medal: bool = False
+    above_median: bool = False
+    gold_threshold: float | None = None
+    silver_threshold: float | None = None
+    bronze_threshold: float | None = None
+    median_threshold: float | None = None
+    is_lower_better: bool = False
+    error: str | None = None
+    #: 1 − (position − 1)/N against the environment's leaderboard (None without a board or a valid score)
+    human_rank: float | None = None
+    submission_path: str | None = None
+    created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "GradeReport":
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    @property
+    def medal(self) -> str | None:
+        for name in ("gold", "silver", "bronze"):
+            if getattr(self, f"{name}_medal"):
+                return name
+        return None
+
+
+def env_thresholds(env: EnvSpec) -> Thresholds | None:
+    """The environment's medal thresholds: stored ones when present, else computed from its leaderboard."""
+    lib = env.grade.lower_is_better
+    if env.thresholds and all(k in env.thresholds for k in ("gold", "silver", "bronze", "median")):
+        t = env.thresholds
+        return Thresholds(gold=float(t["gold"]), silver=float(t["silver"]), bronze=float(t["bronze"]),
+                          median=float(t["median"]), lower_is_better=lib)
+    if env.leaderboard:
+        return thresholds(env.leaderboard, lib)
+    return None
+
+
+def grade(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
+    """Score ``submission_path`` against the environment's hidden answers and place it on the board."""
+    spec = env.grade
+    th = env_thresholds(env)
+    report = GradeReport(
+        competition_id=env.id, score=None, valid_submission=False, submission_exists=False,
+        is_lower_better=spec.lower_is_better,
+        gold_threshold=th.gold if th else None, silver_threshold=th.silver if th else None,
+        bronze_threshold=th.bronze if th else None, median_threshold=th.median if th else None,
+        submission_path=str(submission_path) if submission_path else None,
+    )
+    if submission_path is None or not Path(submission_path).is_file():
+        report.error = "no submission.csv was produced"
+        return report
+    report.submission_exists = True
+    if not env.answers.is_file():
+        raise GradingError(f"environment {env.id}: missing {env.answers}")
+    answers = read_frame(env.answers, spec.id_column)
+    try:
+        submission = read_frame(submission_path, spec.id_column)
+        score = score_submission(spec, answers, submission)
+    except InvalidSubmission as exc:
+        report.error = str(exc)
+        return report
+    report.score = score
+    report.valid_submission = True
+    if th is not None:
+        medal = th.medal(score)
+        report.gold_medal, report.silver_medal, report.bronze_medal = (medal == "gold", medal == "silver",
+                                                                        medal == "bronze")
+        report.any_medal = medal is not None
+        report.above_median = th.above_median(score)
+    if env.leaderboard:
+        report.human_rank = human_rank(score, env.leaderboard, spec.lower_is_better)
+    return report

@@ -1,0 +1,127 @@
+"""Rewards: plain functions ``fn(report, turns) -> float`` composed with weights into named schemes.
+
+A scheme is a list of ``(name, weight, fn)`` terms plus an optional cap. ``compute_reward`` returns the total and
+a breakdown (each term's raw value and weighted contribution), which is stored with the trajectory.
+
+- ``milestone`` (default): +0.2 valid submission, +0.7 gold / 0.6 silver / 0.5 bronze / 0.1 above median
+  (the best one reached), +0.1 × share of well-formed assistant turns, capped at 1.0.
+- ``sparse``: 0.1 × format + 0.9 × gold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+from ..errors import SandmleError
+from .grade import GradeReport
+
+RewardFn = Callable[[GradeReport, Sequence[Any]], float]
+
+
+def _get(turn: Any, key: str) -> Any:
+    return turn.get(key) if isinstance(turn, dict) else getattr(turn, key, None)
+
+
+# ------------------------------------------------------------------ the plain reward functions
+def valid_submission(report: GradeReport, turns: Sequence[Any]) -> float:
+    """1 when the final submission could be scored."""
+    return 1.0 if report.valid_submission else 0.0
+
+
+def medal_tier(report: GradeReport, turns: Sequence[Any]) -> float:
+    """0.7 gold / 0.6 silver / 0.5 bronze / 0.1 above median / 0 — the best one reached."""
+    if report.gold_medal:
+        return 0.7
+    if report.silver_medal:
+        return 0.6
+    if report.bronze_medal:
+        return 0.5
+    if report.above_median:
+        return 0.1
+    return 0.0
+
+
+def gold(report: GradeReport, turns: Sequence[Any]) -> float:
+    return 1.0 if report.gold_medal else 0.0
+
+
+def any_medal(report: GradeReport, turns: Sequence[Any]) -> float:
+    return 1.0 if report.any_medal else 0.0
+
+
+def well_formed_share(report: GradeReport, turns: Sequence[Any]) -> float:
+    """Share of the assistant turns that followed the scaffold's format (0 with no assistant turn)."""
+    marks = [_get(t, "well_formed") for t in turns if _get(t, "role") == "assistant"]
+    if not marks:
+        return 0.0
+    return sum(1 for m in marks if m) / len(marks)
+
+
+def human_rank(report: GradeReport, turns: Sequence[Any]) -> float:
+    return float(report.human_rank or 0.0) if report.valid_submission else 0.0
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    weight: float
+    fn: RewardFn
+
+
+@dataclass(frozen=True)
+class Scheme:
+    name: str
+    terms: tuple[Term, ...]
+    cap: float | None = None
+    description: str = ""
+
+
+SCHEMES: dict[str, Scheme] = {
+    "milestone": Scheme(
+        "milestone",
+        (Term("valid", 0.2, valid_submission), Term("medal", 1.0, medal_tier), Term("format", 0.1, well_formed_share)),
+        cap=1.0, description="+0.2 valid, +0.7/0.6/0.5 gold/silver/bronze or +0.1 above median, +0.1×format; ≤1",
+    ),
+    "sparse": Scheme(
+        "sparse", (Term("format", 0.1, well_formed_share), Term("gold", 0.9, gold)),
+        description="0.1×format + 0.9×gold",
+    ),
+    "humanrank": Scheme(
+        "humanrank", (Term("valid", 0.2, valid_submission), Term("human_rank", 0.7, human_rank),
+                      Term("format", 0.1, well_formed_share)),
+        cap=1.0, description="+0.2 valid, +0.7×HumanRank, +0.1×format",
+    ),
+}
+
+
+def register_scheme(scheme: Scheme) -> None:
+    SCHEMES[scheme.name] = scheme
+
+
+def make_scheme(name: str, terms: Iterable[tuple[str, float, RewardFn]], cap: float | None = None) -> Scheme:
+    return Scheme(name, tuple(Term(n, float(w), f) for n, w, f in terms), cap=cap)
+
+
+def get_scheme(scheme: str | Scheme) -> Scheme:
+    if isinstance(scheme, Scheme):
+        return scheme
+    try:
+        return SCHEMES[scheme]
+    except KeyError:
+        raise SandmleError(f"unknown reward scheme {scheme!r}; known: {', '.join(sorted(SCHEMES))}") from None
+
+
+def compute_reward(report: GradeReport, turns: Sequence[Any], scheme: str | Scheme = "milestone") -> tuple[float, dict]:
+    """The reward of one trajectory and its breakdown ``{scheme, terms: {name: {value, weight, reward}}, total}``."""
+    sch = get_scheme(scheme)
+    terms: dict[str, dict[str, float]] = {}
+    total = 0.0
+    for term in sch.terms:
+        value = float(term.fn(report, turns))
+        terms[term.name] = {"value": value, "weight": term.weight, "reward": term.weight * value}
+        total += term.weight * value
+    raw = total
+    if sch.cap is not None:
+        total = min(total, sch.cap)
+    return total, {"scheme": sch.name, "terms": terms, "uncapped": raw, "total": total}
