@@ -88,13 +88,13 @@ def load_policy(spec: str, **kw: Any) -> Policy:
     if kind == "hf":
         from .policies.hf import HFPolicy
 
-        if not target and "model" not in options:
+        if not target:
             raise PolicyError(f"policy spec {spec!r}: give a model path or hub id, e.g. hf:/path/to/model")
-        model = options.pop("model", None) if "model" in options else target
-        if not isinstance(model, str):
-            return HFPolicy.from_loaded(model, options.pop("tokenizer"), **options)
+        unknown = set(options) - {"adapter", "device", "temperature", "top_p", "max_new_tokens"}
+        if unknown:
+            raise PolicyError(f"policy spec {spec!r}: unknown option(s) {sorted(unknown)}")
         return HFPolicy(
-            model, adapter=options.get("adapter"), device=options.get("device"),
+            target, adapter=options.get("adapter"), device=options.get("device"),
             temperature=_num(options, "temperature", float, spec) if "temperature" in options else 1.0,
             top_p=_num(options, "top_p", float, spec) if "top_p" in options else 1.0,
             max_new_tokens=_num(options, "max_new_tokens", int, spec) or 512,

@@ -121,7 +121,7 @@ def compute_reward(report: GradeReport, turns: Sequence[Any], scheme: str | Sche
         value = float(term.fn(report, turns))
         terms[term.name] = {"value": value, "weight": term.weight, "reward": term.weight * value}
         total += term.weight * value
-    raw = total
+    total = raw = round(total, 12)  # 0.2 + 0.7 + 0.1 is 1.0, not 0.9999999999999999
     if sch.cap is not None:
         total = min(total, sch.cap)
     return total, {"scheme": sch.name, "terms": terms, "uncapped": raw, "total": total}

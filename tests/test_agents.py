@@ -1,0 +1,211 @@
+"""Agents: the react format, policy specs, the shared env interface, react / aide / oneshot episodes end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import DATA
+from engine.agents.env import MLEEnv
+from engine.agents.format import ToolCall, answer_text, parse_turn, tool_call_text
+from engine.agents.policy import Action, Message, load_policy, parse_spec
+from engine.agents.rollout import Trajectory, run_episode
+from engine.environment import EnvSpec
+from engine.errors import SandmleError
+
+TINY = DATA / "envs" / "tiny-tabular"
+
+
+@pytest.fixture
+def env() -> EnvSpec:
+    return EnvSpec.from_dir(TINY)
+
+
+# ------------------------------------------------------------------ format
+def test_parse_turn_well_formed_and_malformed():
+    ok = parse_turn(tool_call_text("python", {"code": "print(1)"}, "look"))
+    assert ok.well_formed and ok.call.name == "python" and ok.call.code == "print(1)" and ok.think == "look"
+    assert parse_turn(tool_call_text("score", {})).call.name == "score"
+    ans = parse_turn(answer_text("done", "finished"))
+    assert ans.well_formed and ans.call.name == "answer" and ans.call.arguments["text"] == "done"
+    no_think = parse_turn('<tool_call>{"name": "python", "arguments": {"code": "1"}}</tool_call>')
+    assert not no_think.well_formed and no_think.call.code == "1" and "<think>" in no_think.error
+    two = parse_turn("<think>x</think>" + tool_call_text("score", {}) + "<answer>a</answer>")
+    assert not two.well_formed and "exactly one" in two.error
+    bad_json = parse_turn("<think>x</think><tool_call>{name: python}</tool_call>")
+    assert bad_json.call is None and "not valid JSON" in bad_json.error
+    unknown = parse_turn('<think>x</think><tool_call>{"name": "shell", "arguments": {}}</tool_call>')
+    assert unknown.call is None and "unknown tool" in unknown.error
+    no_code = parse_turn('<think>x</think><tool_call>{"name": "python", "arguments": {}}</tool_call>')
+    assert no_code.call is None and "needs" in no_code.error
+    garbage = parse_turn("hello")
+    assert garbage.call is None and not garbage.well_formed
+    late_think = parse_turn(tool_call_text("score", {}).replace("<think></think>\n", "") + "<think>x</think>")
+    assert not late_think.well_formed
+
+
+def test_policy_specs():
+    assert parse_spec("hf:/m,adapter=/a,temperature=0.5") == ("hf", "/m", {"adapter": "/a", "temperature": "0.5"})
+    assert parse_spec("scripted:skill=0.7") == ("scripted", "", {"skill": "0.7"})
+    p = load_policy("scripted:skill=0.7,seed=3")
+    assert p.name == "scripted:skill=0.7" and p.skill == 0.7 and p.seed == 3
+    for bad in ("nope:x", "scripted:skill=2", "scripted:skill=abc", "scripted:strategy=magic", "hf:", "hf:/m,color=red"):
+        with pytest.raises(SandmleError):
+            load_policy(bad)
+    with pytest.raises(SandmleError, match="cannot load model"):
+        load_policy("hf:/does/not/exist")
+
+
+# ------------------------------------------------------------------ the env interface
+class Replay:
+    """A policy that replays fixed replies (a real Policy; tests drive the env through it)."""
+
+    def __init__(self, replies: list[str]):
+        self.replies, self.name, self.seen = list(replies), "replay", []
+
+    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action:
+        self.seen.append([m.role for m in messages])
+        return Action(text=self.replies.pop(0) if self.replies else "<think>.</think><answer>x</answer>")
+
+
+def test_env_reset_step_close_terminated_vs_truncated(env, tmp_path):
+    from engine.sandbox import get_backend
+
+    backend = get_backend("local", root=tmp_path)
+    e = MLEEnv(env.id, env.public, env.grade, backend, max_steps=3)
+    task, info = e.reset()
+    assert "widget pass inspection" in task and info["n_val"] == 24 and info["n_train"] == 96 and info["score_tool"]
+    r = e.step(ToolCall("python", {"code": "import os; print(sorted(os.listdir('.')), sorted(os.listdir('val')))"}))
+    assert "'description.md'" in r.observation and "'submission.csv'" not in r.observation and "answers" not in r.observation
+    assert "['sample_submission.csv', 'test.csv', 'train.csv']" in r.observation
+    assert not r.terminated and not r.truncated and r.reward == 0.0
+    r = e.step(ToolCall("score", {}))
+    assert "no val/submission.csv yet" in r.observation and r.info["val_score"] is None
+    r = e.step(None, error="bad format")
+    assert "format error: bad format" in r.observation and r.truncated and not r.terminated  # 3 steps: budget out
+    assert e.state.steps == 3 and e.state.python_calls == 1 and e.state.score_calls == 1
+    with pytest.raises(SandmleError):
+        e.step(ToolCall("answer", {}))
+    e.reset()
+    r = e.step(ToolCall("answer", {"text": "bye"}))
+    assert r.terminated and not r.truncated and "no submission.csv" in r.observation
+    ws_path = e.ws.path
+    e.close()
+    assert not ws_path.exists()
+
+
+def test_step_timeout_and_episode_timeout(env, tmp_path):
+    from engine.sandbox import get_backend
+
+    backend = get_backend("local", root=tmp_path)
+    e = MLEEnv(env.id, env.public, env.grade, backend, max_steps=5, step_timeout_s=1.0, episode_timeout_s=60)
+    e.reset()
+    r = e.step(ToolCall("python", {"code": "import time; time.sleep(30)"}))
+    assert "timeout" in r.observation and e.state.timed_out_steps == 1 and not r.truncated
+    e.close()
+    e = MLEEnv(env.id, env.public, env.grade, backend, max_steps=5, step_timeout_s=30, episode_timeout_s=1.5)
+    e.reset()
+    r = e.step(ToolCall("python", {"code": "import time; time.sleep(30)"}))
+    assert r.truncated and e.state.timed_out and not r.terminated
+    e.close()
+
+
+def test_long_observations_are_cut_head_and_tail(env, tmp_path):
+    from engine.sandbox import get_backend
+
+    e = MLEEnv(env.id, env.public, env.grade, get_backend("local", root=tmp_path), observation_chars=500)
+    e.reset()
+    r = e.step(ToolCall("python", {"code": "print('HEAD'); print('x' * 20000); print('TAIL')"}))
+    assert len(r.observation) <= 600 and "HEAD" in r.observation and "TAIL" in r.observation
+    assert "characters cut" in r.observation
+    e.close()
+
+
+# ------------------------------------------------------------------ episodes
+def test_react_scripted_episode_earns_a_medal_and_is_stored(env, store):
+    traj = run_episode(env, load_policy("scripted"), scaffold="react", store=store, rng_seed=0)
+    assert traj.status == "done" and traj.terminated and not traj.truncated and not traj.timed_out
+    g = traj.grade
+    assert g["valid_submission"] and g["any_medal"] and g["score"] >= g["bronze_threshold"]
+    assistant = [t for t in traj.turns if t.role == "assistant"]
+    assert all(t.well_formed for t in assistant) and [t.tool for t in assistant][:3] == ["python", "python", "score"]
+    assert assistant[-1].tool == "answer"
+    assert traj.reward == pytest.approx(0.2 + {"gold": 0.7, "silver": 0.6, "bronze": 0.5}[
+        next(m for m in ("gold", "silver", "bronze") if g[f"{m}_medal"])] + 0.1)
+    row = store.trajectories.get(traj.id)
+    assert row["reward"] == pytest.approx(traj.reward) and row["grade"]["score"] == g["score"]
+    assert row["n_turns"] == len(traj.turns) and row["turns"][2]["tool"] == "python"
+    assert row["reward_breakdown"]["terms"]["format"]["value"] == 1.0
+    tool_turns = [t for t in row["turns"] if t["role"] == "tool"]
+    assert tool_turns[0]["observation"].startswith("[exit 0") and tool_turns[0]["code"]
+    back = Trajectory.from_row(row)
+    assert back.turns[2].well_formed is True and back.grade == traj.grade and back.terminated
+    sub = pd.read_csv(traj.submission_path)
+    assert list(sub.columns) == ["id", "label"] and len(sub) == 40
+    runs = store.query("SELECT env_id, status FROM sandbox_runs WHERE trajectory_id = ?", (traj.id,))
+    assert len(runs) == sum(1 for t in assistant if t.tool == "python") and all(r["env_id"] == env.id for r in runs)
+
+
+def test_scripted_policy_is_deterministic_and_skill_changes_plans(env):
+    from engine.agents.policies.scripted import ScriptedPolicy
+
+    first = [Message("system", "... <tool_call> ... at most 15 turns"), Message("user", "task A")]
+    a = ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
+    assert a == ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
+    summary = 'SUMMARY {"modality": "text", "task": "proba", "rows": 100}'
+    second = first + [Message("assistant", a), Message("tool", "[exit 0 · ok · 1s]\n" + summary)]
+    expert = ScriptedPolicy(skill=1.0).act(second, rng_seed=5).text
+    assert "plan: linear,forest" in expert and "# strategy: linear" in expert
+    plans = {ScriptedPolicy(skill=0.0, seed=s).act(second, rng_seed=5).text.split("plan: ")[1].split(".")[0]
+             for s in range(12)}
+    assert len(plans) >= 3 and all("," not in p for p in plans)  # random single strategies, no validation
+
+
+def test_scripted_weak_policy_can_fail_to_medal(env):
+    traj = run_episode(env, load_policy("scripted:strategy=constant"), scaffold="react", rng_seed=0)
+    assert traj.grade["valid_submission"] and not traj.grade["any_medal"]
+    assert traj.reward == pytest.approx(0.2 + 0.1)
+
+
+@pytest.mark.slow
+def test_aide_and_oneshot_scaffolds_with_the_scripted_policy(env, store):
+    aide = run_episode(env, load_policy("scripted"), scaffold="aide", store=store, rng_seed=0, max_turns=4)
+    journal = aide.state["journal"]
+    assert [n["stage"] for n in journal][:2] == ["draft", "draft"] and len(journal) == 4
+    assert aide.terminated and aide.grade["valid_submission"] and aide.grade["any_medal"]
+    best = max((n for n in journal if not n["buggy"]), key=lambda n: n["metric"])
+    assert best["metric"] is not None
+    one = run_episode(env, load_policy("scripted"), scaffold="oneshot", store=store, rng_seed=0)
+    assert [t.role for t in one.turns] == ["system", "user", "assistant", "tool"]
+    assert one.terminated and one.grade["valid_submission"]
+    assert store.trajectories.count() == 2
+
+
+def test_react_budget_truncates_and_bad_replies_still_finish(env, store):
+    replies = ["nonsense", tool_call_text("python", {"code": "print('hi')"}, "x"),
+               '<think>y</think><tool_call>{"name": "python", "arguments": {"code": "1/0"}}</tool_call>']
+    traj = run_episode(env, Replay(replies), scaffold="react", store=store, max_turns=3)
+    assert traj.truncated and not traj.terminated and traj.status == "done"
+    assert [t.well_formed for t in traj.turns if t.role == "assistant"] == [False, True, True]
+    assert "ZeroDivisionError" in traj.turns[-1].observation
+    assert not traj.grade["valid_submission"] and traj.grade["error"] == "no submission.csv was produced"
+    assert traj.reward == pytest.approx(0.1 * 2 / 3)
+
+
+def test_a_failing_policy_ends_its_episode_with_status_error(env, store):
+    class Broken:
+        name = "broken"
+
+        def act(self, messages, *, rng_seed=None):
+            raise RuntimeError("endpoint down")
+
+    traj = run_episode(env, Broken(), store=store)
+    assert traj.status == "error" and "endpoint down" in traj.error and traj.reward == 0.0
+    assert store.trajectories.get(traj.id)["status"] == "error"
+
+
+def test_trajectory_rows_hold_json_friendly_fields(env):
+    traj = run_episode(env, load_policy("scripted:strategy=linear"), scaffold="oneshot")
+    json.dumps(traj.to_dict())
