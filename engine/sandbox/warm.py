@@ -7,7 +7,6 @@ import json
 import os
 import select
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,8 +23,10 @@ class WarmError(SandboxError):
 
 class WarmWorker:
     def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0):
+        from .local import venv_python  # the interpreter by the path the jail mounts (not a symlinked venv's)
+
         self.imports = list(imports)
-        self.proc = subprocess.Popen([sys.executable, "-s", str(ZYGOTE), ",".join(self.imports)],
+        self.proc = subprocess.Popen([venv_python(), "-s", str(ZYGOTE), ",".join(self.imports)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/", start_new_session=True, close_fds=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], start_timeout_s)
