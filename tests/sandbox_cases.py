@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -159,19 +160,15 @@ time.sleep(0.2)
 out["survived"] = True
 print(json.dumps(out))
 """
-    daemon_code = """
-import os, sys, time
+    daemon_code = f"""
+import os, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        for _ in range(200):
-            with open("daemon.log", "a") as f:
-                f.write("alive\\n")
-            time.sleep(0.02)
-        os._exit(0)
+        os.execv("/bin/sleep", ["sleep", "{daemon_token(host_pid)}"])
     os._exit(0)
-time.sleep(0.1)
-print('{"parent": "done"}')
+time.sleep(0.3)
+print('{{"parent": "done"}}')
 """
     return [
         Case("network", net_code, "ok", check=_expect_network_off),
@@ -209,6 +206,12 @@ def verify(case: Case, result: dict, workspace: Path | None, host: Host) -> None
     assert not (host.env_dir / "private" / "escaped.txt").exists()
     assert not (host.data_dir / "escaped.txt").exists()
     assert not Path("/etc/escaped.txt").exists() and not Path("/escaped.txt").exists()
+    if case.name == "daemon":
+        deadline = time.monotonic() + 1.0
+        token = ["sleep", daemon_token(os.getpid())]
+        while processes_with_cmdline(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not processes_with_cmdline(token), "a setsid double-forked daemon outlived its run"
     if workspace is not None and case.name == "write_outside":
         assert (workspace / "inside.txt").read_text() == "ok"
         assert not (workspace.parent / "escaped.txt").exists()
@@ -218,6 +221,24 @@ def verify(case: Case, result: dict, workspace: Path | None, host: Host) -> None
         raise AssertionError("a sandboxed run connected to the host's listener")
     except BlockingIOError:
         pass
+
+
+def daemon_token(pid: int) -> str:
+    return f"{300 + pid % 1000}.{pid % 997}"
+
+
+def processes_with_cmdline(cmdline: list[str]) -> list[int]:
+    want = ("\0".join(cmdline) + "\0").encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    if f.read() == want:
+                        found.append(int(name))
+            except OSError:
+                pass
+    return found
 
 
 def host_pid() -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 
 import pytest
 
@@ -54,10 +53,6 @@ def test_containment(world, mode, name):
         verify(case, result.to_dict(), ws.path, host)
         assert result.isolation["warm"] is (mode == "warm")
         assert result.isolation["namespaces"] and result.isolation["cgroup_pids"]
-        if name == "daemon":
-            size = (ws.path / "daemon.log").stat().st_size
-            time.sleep(0.3)
-            assert (ws.path / "daemon.log").stat().st_size == size, "a daemon outlived its run"
         # the host and the store stay healthy: the row is final and a next run works
         row = store.sandbox.get(result.run_id)
         assert row["status"] == case.status and row["isolation"]["namespaces"] is True

@@ -86,6 +86,8 @@ def _probe_tmpfs() -> bool:
 @functools.lru_cache(maxsize=1)
 def detect() -> Features:
     ns, err = _probe_namespaces()
+    if not ns and os.geteuid() == 0:  # one more try before degrading (a busy machine can time out)
+        ns, err = _probe_namespaces()
     return Features(root=os.geteuid() == 0, namespaces=ns, namespaces_error=err, cgroups=cgroups.available(),
                     disk_quota=_probe_tmpfs(), bwrap=shutil.which("bwrap"))
 

@@ -228,7 +228,9 @@ def enter(spec: dict) -> dict:
     status_fd = os.open(spec["status"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     _redirect(spec)
     if spec.get("namespaces", True):
-        unshare(NS_FLAGS)
+        # only the pid namespace here: the caller must keep the host's mounts (pivot_root in a mount namespace
+        # it shared would swap its /proc too); the init makes the other namespaces for itself
+        unshare(CLONE_NEWPID)
         init = os.fork()
         if init != 0:
             # the caller: wait for the init (pid 1 inside); when it goes, the whole namespace goes with it
@@ -243,6 +245,7 @@ def enter(spec: dict) -> dict:
             os._exit(os.waitstatus_to_exitcode(wstatus) & 0xFF)
         # the init
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        unshare(NS_FLAGS & ~CLONE_NEWPID)
         _build_root(spec)
         _close_fds({status_fd})
         _init(spec, status_fd)  # returns in the payload only

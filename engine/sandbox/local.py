@@ -76,8 +76,15 @@ class LocalWorkspace(Workspace):
 
     # ------------------------------------------------------------------ runs
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: dict[str, Any] | None = None) -> RunResult:
-        return self.backend._run(self, command, limits=limits, meta=meta, warm=False)
+            meta: dict[str, Any] | None = None, warm: bool | None = None) -> RunResult:
+        """Run a command. ``python FILE`` (a file in the workspace, no options) may go to the warm worker:
+        ``warm=True`` asks for it; by default commands run cold."""
+        script = None
+        if warm and not isinstance(command, str) and len(command) == 2 and command[0] in ("python", "python3"):
+            candidate = str(command[1])
+            if not candidate.startswith("-") and self._safe(candidate).is_file():
+                script = candidate
+        return self.backend._run(self, command, limits=limits, meta=meta, warm=script is not None, script=script)
 
     def run_python(self, code: str, *, limits: Limits | None = None, meta: dict[str, Any] | None = None,
                    filename: str = "_step.py", warm: bool | None = None) -> RunResult:
@@ -427,9 +434,9 @@ class LocalBackend(SandboxBackend):
 
 
 def _disk_full(ws: LocalWorkspace, disk_cap: int) -> bool:
-    if ws.quota:
+    if ws.quota:  # the tmpfs is full, or holds more than this run's own (smaller) limit
         st = os.statvfs(ws.holder)
-        return st.f_bavail * st.f_frsize < 256 * 1024
+        return st.f_bavail * st.f_frsize < 256 * 1024 or (st.f_blocks - st.f_bfree) * st.f_frsize >= disk_cap
     return _du(ws.path) >= disk_cap
 
 

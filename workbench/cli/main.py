@@ -14,6 +14,7 @@ COMMANDS = {
     "seeds": "workbench.cli.seeds:seeds",
     "doctor": "workbench.cli.doctor:doctor",
     "bench": "workbench.cli.bench:bench",
+    "sandbox": "workbench.cli.sandbox:sandbox",
     "train": "workbench.cli.train:train",
     "runs": "workbench.cli.runs:runs",
 }

@@ -1,0 +1,169 @@
+"""`sandmle sandbox`: run a command in a fresh sandbox workspace; list, show and follow sandbox runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from .common import Context, emit_json, pass_ctx, table
+
+
+@click.group()
+def sandbox() -> None:
+    """Run untrusted code in a sandbox and inspect sandbox runs."""
+
+
+@sandbox.command("run", context_settings={"ignore_unknown_options": True})
+@click.option("--env", "env_id", help="Start from this environment's public files.")
+@click.option("--workdir", type=click.Path(exists=True, file_okay=False), help="Start from a copy of this folder.")
+@click.option("--backend", type=click.Choice(["local", "docker"]), help="Sandbox backend (default: settings).")
+@click.option("--warm/--cold", default=None, help="`python FILE` on the warm worker (pandas/sklearn imported).")
+@click.option("--timeout", "timeout_s", type=float, help="Wall-time limit in seconds.")
+@click.option("--memory-mb", type=int, help="Memory limit in MB (>= 1024 for pandas/sklearn).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@pass_ctx
+def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str | None, warm: bool | None,
+            timeout_s: float | None, memory_mb: int | None, as_json: bool, command: tuple[str, ...]) -> None:
+    """Run COMMAND (after `--`) in a fresh workspace and print the result; exit 1 unless its status is ok."""
+    import dataclasses
+
+    from engine.config import load_settings
+    from engine.errors import SandboxError
+    from engine.sandbox import Limits, get_backend
+
+    if env_id and workdir:
+        raise SandboxError("give --env or --workdir, not both")
+    settings = load_settings()
+    source = None
+    if env_id:
+        row = ctx.store.envs.get(env_id)
+        if not row.get("dir"):
+            raise SandboxError(f"environment {env_id} has no files on disk")
+        source = Path(row["dir"]) / "public"
+    elif workdir:
+        source = Path(workdir)
+    limits = Limits.from_settings(settings.sandbox)
+    if timeout_s is not None:
+        limits = dataclasses.replace(limits, timeout_s=timeout_s)
+    if memory_mb is not None:
+        if memory_mb < 1024:
+            raise SandboxError("--memory-mb must be at least 1024 (pandas and sklearn need it to import)")
+        limits = dataclasses.replace(limits, memory_mb=memory_mb)
+    name = backend or settings.sandbox.backend
+    options = {"warm": warm if warm is not None else settings.sandbox.warm} if name == "local" else {}
+    with get_backend(name, store=ctx.store, settings=settings.sandbox, limits=limits, **options) as be:
+        with be.open(source, label="cli") as ws:
+            kwargs = {"warm": warm} if name == "local" else {}
+            result = ws.run(list(command), limits=limits, meta={"env_id": env_id, "executor": "cli"}, **kwargs)
+    data = result.to_dict()
+    if as_json:
+        emit_json(data)
+    else:
+        if result.stdout_tail:
+            click.echo(result.stdout_tail, nl=not result.stdout_tail.endswith("\n"))
+        if result.stderr_tail:
+            click.echo(result.stderr_tail, nl=not result.stderr_tail.endswith("\n"), err=True)
+        click.echo(f"[{result.run_id} · {result.status} · exit {result.exit_code} · {result.wall_s:.3f}s]", err=True)
+        for w in result.warnings:
+            click.echo(f"warning: {w}", err=True)
+    if not result.ok:
+        raise SystemExit(1)
+
+
+@sandbox.group()
+def runs() -> None:
+    """Sandbox runs recorded in the store."""
+
+
+@runs.command("list")
+@click.option("--status", help="Only runs with this status (ok, error, timeout, memory, killed, output_limit, running).")
+@click.option("--env", "env_id", help="Only runs of this environment.")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+def runs_list(ctx: Context, status: str | None, env_id: str | None, limit: int, as_json: bool) -> None:
+    """List sandbox runs, newest first."""
+    rows = ctx.store.sandbox.list(status=status, env_id=env_id, limit=limit)
+    if as_json:
+        emit_json(rows)
+        return
+    table([(r["id"], r["status"], r["exit_code"], f"{r['wall_s']:.3f}" if r["wall_s"] is not None else "",
+            r["backend"] + ("/warm" if (r.get("isolation") or {}).get("warm") else ""), r.get("executor") or "",
+            len(r.get("warnings") or []), (r["command"] or "")[:40]) for r in rows],
+          ["id", "status", "exit", "wall_s", "backend", "executor", "warnings", "command"])
+
+
+@runs.command("show")
+@click.argument("run_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+def runs_show(ctx: Context, run_id: str, as_json: bool) -> None:
+    """Show one run: status, limits, isolation features, warnings, output tails."""
+    row = ctx.store.sandbox.get(run_id)
+    if as_json:
+        emit_json(row)
+        return
+    for key in ("id", "status", "exit_code", "backend", "executor", "command", "wall_s", "cpu_s", "peak_rss_mb",
+                "env_id", "started_at", "ended_at", "log_path", "workdir"):
+        click.echo(f"{key:12} {row.get(key)}")
+    iso = row.get("isolation") or {}
+    click.echo("isolation    " + ", ".join(f"{k}={'on' if v is True else 'off' if v is False else v}"
+                                          for k, v in iso.items()))
+    click.echo("limits       " + json.dumps(row.get("limits") or {}))
+    for w in row.get("warnings") or []:
+        click.echo(f"warning      {w}")
+    if row.get("stdout_tail"):
+        click.echo("--- stdout (tail) ---\n" + row["stdout_tail"].rstrip("\n"))
+    if row.get("stderr_tail"):
+        click.echo("--- stderr (tail) ---\n" + row["stderr_tail"].rstrip("\n"))
+
+
+@runs.command("log")
+@click.argument("run_id")
+@click.option("--follow", "-f", is_flag=True, help="While the run is going, print its output as it comes.")
+@pass_ctx
+def runs_log(ctx: Context, run_id: str, follow: bool) -> None:
+    """Print a run's full log (capped); with --follow, stream a running run's output until it ends."""
+    from engine.errors import SandboxError
+
+    row = ctx.store.sandbox.get(run_id)
+    log = Path(row["log_path"]) if row.get("log_path") else None
+    if follow and row["status"] == "running" and log is not None:
+        _follow(ctx, row["id"], log)
+        return
+    if log is None or not log.is_file():
+        raise SandboxError(f"run {row['id']} has no log file" + (" yet (try --follow)" if row["status"] == "running" else ""))
+    sys.stdout.write(log.read_text(errors="replace"))
+
+
+def _follow(ctx: Context, run_id: str, log: Path) -> None:
+    handles = {}
+    while True:
+        for suffix in (".out", ".err"):
+            path = log.with_suffix(suffix)
+            if suffix not in handles:
+                try:
+                    handles[suffix] = open(path, "rb")  # an open file survives the run's clean-up
+                except FileNotFoundError:
+                    continue
+            chunk = handles[suffix].read()
+            if chunk:
+                stream = sys.stdout if suffix == ".out" else sys.stderr
+                stream.write(chunk.decode("utf-8", "replace"))
+                stream.flush()
+        row = ctx.store.sandbox.get(run_id)
+        if row["status"] != "running":
+            for suffix, f in handles.items():
+                rest = f.read()
+                if rest:
+                    (sys.stdout if suffix == ".out" else sys.stderr).write(rest.decode("utf-8", "replace"))
+                f.close()
+            click.echo(f"[{run_id} · {row['status']} · exit {row['exit_code']}]", err=True)
+            return
+        time.sleep(0.1)
