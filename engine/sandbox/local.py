@@ -18,6 +18,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -53,6 +54,8 @@ class LocalWorkspace(Workspace):
         self.label = label
         self.quota = quota
         self._closed = False
+        # a workspace nobody closed is still unmounted and removed (when collected, or at interpreter exit)
+        self._finalizer = weakref.finalize(self, _remove_workspace, holder, quota)
 
     # ------------------------------------------------------------------ files
     def _safe(self, relpath: str) -> Path:
@@ -103,9 +106,13 @@ class LocalWorkspace(Workspace):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self.quota:
-                subprocess.run(["umount", "-l", str(self.holder)], capture_output=True)
-            shutil.rmtree(self.holder, ignore_errors=True)
+            self._finalizer()
+
+
+def _remove_workspace(holder: Path, quota: bool) -> None:
+    if quota:
+        subprocess.run(["umount", "-l", str(holder)], capture_output=True)
+    shutil.rmtree(holder, ignore_errors=True)
 
 
 def _du(path: Path) -> int:
@@ -184,7 +191,7 @@ class LocalBackend(SandboxBackend):
         quota = False
         if self.isolated and self.features.disk_quota:
             size = f"size={int(self.default_limits.max_disk_mb)}m"
-            quota = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{size},mode=0755", "sandmle-ws", str(holder)],
+            quota = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{size},mode=0755,nosuid,nodev", "sandmle-ws", str(holder)],
                                    capture_output=True).returncode == 0
         ws = LocalWorkspace(self, holder, label, quota)
         try:
@@ -192,7 +199,9 @@ class LocalBackend(SandboxBackend):
                 source = Path(source)
                 if not source.is_dir():
                     raise SandboxError(f"{source}: not a folder")
-                shutil.copytree(source, ws.path)
+                if source.resolve() in self.work_root.resolve().parents or source.resolve() == self.work_root.resolve():
+                    raise SandboxError(f"{source}: holds the sandbox's own workspaces; copy a smaller folder")
+                shutil.copytree(source, ws.path, symlinks=True)
             else:
                 ws.path.mkdir()
             (holder / ".root").mkdir()

@@ -84,7 +84,7 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--status", help="Only runs with this status (ok, error, timeout, memory, killed, output_limit, running).")
 @click.option("--env", "env_id", help="Only runs of this environment.")
-@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--limit", type=int, default=50, show_default=True, help="How many runs to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
 def runs_list(ctx: Context, status: str | None, env_id: str | None, limit: int, as_json: bool) -> None:

@@ -1,0 +1,137 @@
+"""`sandmle bench sandbox`: what the sandbox costs per step. An empty step and a pandas+sklearn step, bare
+(``python`` with no sandbox) versus the local backend cold (jail launcher + exec) and warm (a fork of a worker with
+pandas/sklearn imported), and the Docker backend where a daemon answers. Overhead = sandboxed wall time minus the
+bare ``python -c pass`` wall time (for warm: the whole step, since it starts no interpreter)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+from . import BenchResult
+
+EMPTY = "pass"
+ML_STEP = ("import numpy as np, pandas as pd\nfrom sklearn.linear_model import LogisticRegression\n"
+           "df = pd.DataFrame(np.random.RandomState(0).rand(200, 5), columns=list('abcde'))\n"
+           "y = (df.a + df.b > 1).astype(int)\nprint(LogisticRegression().fit(df, y).score(df, y))\n")
+TARGET_WARM_P50_MS = 50.0
+
+
+def _pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if len(values) == 1:
+        return values[0]
+    k = (len(values) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (k - lo)
+
+
+def _times(fn: Callable[[], float], n: int, warmup: int = 1) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    return [fn() for _ in range(n)]
+
+
+def _bare(code: str) -> Callable[[], float]:
+    from ..sandbox.local import run_env, venv_python
+
+    py = venv_python()
+
+    def once() -> float:
+        t = time.perf_counter()
+        subprocess.run([py, "-c", code], check=True, stdout=subprocess.DEVNULL, env=run_env(__import__("pathlib").Path("/tmp")))
+        return time.perf_counter() - t
+
+    return once
+
+
+def _sandboxed(ws, code: str, *, warm: bool) -> Callable[[], float]:
+    def once() -> float:
+        t = time.perf_counter()
+        r = ws.run_python(code, warm=warm) if warm else ws.run(["python", "-c", code])
+        elapsed = time.perf_counter() - t
+        if r.status != "ok":
+            raise RuntimeError(f"benchmark step failed ({r.status}): {r.stderr_tail[-300:]}")
+        return elapsed
+
+    return once
+
+
+def _row(case: str, mode: str, secs: list[float], ref_p50_ms: float | None, isolation: str) -> dict[str, Any]:
+    p50, p90 = _pct(secs, 0.5) * 1000, _pct(secs, 0.9) * 1000
+    over50 = over90 = None
+    if ref_p50_ms is not None:
+        over50, over90 = p50 - ref_p50_ms, p90 - ref_p50_ms
+    return {"case": case, "mode": mode, "n": len(secs), "p50_ms": round(p50, 1), "p90_ms": round(p90, 1),
+            "overhead_p50_ms": None if over50 is None else round(over50, 1),
+            "overhead_p90_ms": None if over90 is None else round(over90, 1), "isolation": isolation}
+
+
+def run(store, quick: bool = False, **_: Any) -> BenchResult:
+    from ..sandbox import get_backend
+    from ..sandbox.features import detect
+
+    n_empty, n_ml = (5, 3) if quick else (40, 10)
+    notes: list[str] = []
+    rows: list[dict[str, Any]] = []
+    feats = detect()
+    iso = "namespaces+cgroups+uid nobody" if feats.namespaces else "rlimits only (no namespaces)"
+
+    bare_empty = _times(_bare(EMPTY), n_empty)
+    ref = _pct(bare_empty, 0.5) * 1000
+    rows.append(_row("empty step", "bare python -c pass", bare_empty, None, "none"))
+    with get_backend("local", store=store, warm=True) as backend, backend.open(label="bench") as ws:
+        cold = _times(_sandboxed(ws, EMPTY, warm=False), n_empty)
+        rows.append(_row("empty step", "local cold", cold, ref, iso))
+        warm_ok = backend.warm_worker() is not None
+        if warm_ok:
+            warm = _times(_sandboxed(ws, EMPTY, warm=True), n_empty, warmup=2)
+            # warm starts no interpreter: its overhead is the whole step
+            r = _row("empty step", "local warm", warm, 0.0, iso + " + warm")
+            rows.append(r)
+        else:
+            notes.append(f"warm worker unavailable here: {backend._warm_error}")
+        bare_ml = _times(_bare(ML_STEP), n_ml)
+        rows.append(_row("pandas+sklearn step", "bare python", bare_ml, None, "none"))
+        cold_ml = _times(_sandboxed(ws, ML_STEP, warm=False), n_ml)
+        rows.append(_row("pandas+sklearn step", "local cold", cold_ml, ref, iso))
+        if warm_ok:
+            warm_ml = _times(_sandboxed(ws, ML_STEP, warm=True), n_ml, warmup=2)
+            rows.append(_row("pandas+sklearn step", "local warm", warm_ml, 0.0, iso + " + warm"))
+    docker_note = _docker_rows(store, rows, ref, n_empty)
+    if docker_note:
+        notes.append(docker_note)
+    by = {(r["case"], r["mode"]): r for r in rows}
+    summary: dict[str, Any] = {"bare_python_p50_ms": round(ref, 1)}
+    if ("empty step", "local warm") in by:
+        w = by[("empty step", "local warm")]
+        summary.update(warm_step_overhead_p50_ms=w["p50_ms"], warm_step_overhead_p90_ms=w["p90_ms"],
+                       target_warm_p50_ms=TARGET_WARM_P50_MS, target_met=w["p50_ms"] <= TARGET_WARM_P50_MS)
+    summary["cold_step_overhead_p50_ms"] = by[("empty step", "local cold")]["overhead_p50_ms"]
+    if ("pandas+sklearn step", "local warm") in by:
+        c, w = by[("pandas+sklearn step", "local cold")], by[("pandas+sklearn step", "local warm")]
+        summary["ml_step_cold_over_warm"] = round(c["p50_ms"] / max(w["p50_ms"], 1e-6), 1)
+    notes.append(f"{sys.platform}, {__import__('os').cpu_count()} CPUs; machine load affects absolute figures")
+    return BenchResult(name="sandbox", rows=rows, summary=summary, notes=notes)
+
+
+def _docker_rows(store, rows: list[dict[str, Any]], ref: float, n: int) -> str | None:
+    try:
+        from ..sandbox import get_backend
+
+        backend = get_backend("docker", store=store)
+    except Exception as exc:  # no SDK, no daemon: a note, not a failure
+        return f"docker: skipped ({str(exc).splitlines()[0][:160]})"
+    with backend, backend.open(label="bench") as ws:
+        times = _times(lambda: _timed(lambda: ws.run(["python", "-c", EMPTY])), max(3, n // 4))
+    rows.append(_row("empty step", "docker", times, ref, "container, network none"))
+    return None
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t

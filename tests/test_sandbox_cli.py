@@ -1,0 +1,71 @@
+"""`sandmle sandbox run` and `sandmle sandbox runs list|show|log`, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from conftest import ROOT
+
+
+def test_run_prints_a_json_result_and_records_it(run_cli, tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "data.txt").write_text("seven\n")
+    r = run_cli("sandbox", "run", "--workdir", str(tmp_path / "src"), "--timeout", "20", "--json", "--",
+                "python", "-c", "print(open('data.txt').read().strip().upper())")
+    assert r.code == 0, r.err
+    data = r.json()
+    assert set(data) >= {"run_id", "exit_code", "status", "wall_s", "cpu_s", "peak_rss_mb", "stdout_tail",
+                         "stderr_tail", "log_path"}
+    assert data["status"] == "ok" and data["exit_code"] == 0 and data["stdout_tail"] == "SEVEN\n"
+    listed = run_cli("sandbox", "runs", "list", "--json").json()
+    assert [row["id"] for row in listed] == [data["run_id"]]
+    shown = run_cli("sandbox", "runs", "show", data["run_id"][:10])
+    assert shown.code == 0 and "status       ok" in shown.out and "isolation" in shown.out
+    log = run_cli("sandbox", "runs", "log", data["run_id"])
+    assert "SEVEN" in log.out
+
+
+def test_run_failure_statuses_and_exit_code(run_cli):
+    r = run_cli("sandbox", "run", "--timeout", "1", "--json", "--", "python", "-c", "while True: pass")
+    assert r.code == 1 and r.json()["status"] == "timeout"
+    r = run_cli("sandbox", "run", "--", "sh", "-c", "echo oops >&2; exit 4")
+    assert r.code == 1 and "oops" in r.err and "error · exit 4" in r.err
+
+
+def test_user_mistakes_are_one_line_errors(run_cli, tmp_path):
+    r = run_cli("sandbox", "run", "--memory-mb", "512", "--", "true")
+    assert r.code != 0 and r.err.strip().count("\n") == 0 and "at least 1024" in r.err
+    r = run_cli("sandbox", "run", "--env", "nope", "--", "true")
+    assert r.code != 0 and "nope" in r.err and "Traceback" not in r.err
+    r = run_cli("sandbox", "run", "--workdir", str(tmp_path), "--", "true")  # holds the data dir itself
+    assert r.code != 0 and "workspaces" in r.err
+    r = run_cli("sandbox", "runs", "show", "sbx-missing")
+    assert r.code != 0 and "no sandbox run" in r.err
+
+
+def test_log_follow_streams_a_running_run(home, tmp_path):
+    """A run in one process, `runs log --follow` in another: the follower sees output as it comes, then the end."""
+    env = {"SANDMLE_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    code = "import time\nfor i in range(6):\n    print('tick', i, flush=True)\n    time.sleep(0.25)\n"
+    runner = subprocess.Popen([sys.executable, "-m", "workbench", "sandbox", "run", "--json", "--", "python", "-c",
+                               code], env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    from store import Store
+
+    run_id = None
+    deadline = time.monotonic() + 60
+    while run_id is None and time.monotonic() < deadline:
+        with Store(home / "sandmle.db") as s:
+            rows = s.sandbox.list(status="running")
+            run_id = rows[0]["id"] if rows else None
+        time.sleep(0.05)
+    assert run_id, "the run never showed up as running"
+    follow = subprocess.run([sys.executable, "-m", "workbench", "sandbox", "runs", "log", run_id, "--follow"],
+                            env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    result = json.loads(runner.communicate(timeout=60)[0])
+    assert follow.returncode == 0
+    assert [line for line in follow.stdout.splitlines() if line.startswith("tick")] == [f"tick {i}" for i in range(6)]
+    assert f"[{run_id} · ok · exit 0]" in follow.stderr
+    assert result["status"] == "ok"
