@@ -24,7 +24,7 @@ from ..errors import TrainingError
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
-from .objective import build_sequence, group_advantages
+from .objective import TokenSequence, build_sequence, group_advantages
 from .rollouts import Rollout, collect, stored_plan
 from .update import grpo_update, make_optimizer
 
@@ -154,20 +154,22 @@ class GRPOTrainer:
                           on_done=self.on_rollout)
         rollouts = got.rollouts
         stats = group_advantages([r.reward for r in rollouts], [r.group_id for r in rollouts],
-                                 masked=[r.timed_out for r in rollouts], scale=cfg.scale_rewards,
+                                 masked=[r.masked for r in rollouts], scale=cfg.scale_rewards,
                                  equal_group=cfg.equal_group, equal_weight=cfg.equal_group_weight)
         by_group: dict[str, list[Rollout]] = {}
         for r in rollouts:
             by_group.setdefault(r.group_id, []).append(r)
         for members in by_group.values():
-            live = [m.reward for m in members if not m.timed_out]
+            live = [m.reward for m in members if not m.masked]
             self.curriculum.update(members[0].env_id, live)
         seqs, adv, weights = [], [], []
         for r, a, w in zip(rollouts, stats.advantages, stats.weights):
             try:
                 seqs.append(build_sequence(r.turns, max_len=cfg.max_seq_len))
             except ValueError as exc:
-                raise TrainingError(f"trajectory {r.id}: {exc}") from None
+                if w > 0:
+                    raise TrainingError(f"trajectory {r.id}: {exc}") from None
+                seqs.append(TokenSequence([], [], []))  # masked anyway: its tokens are not needed
             adv.append(a)
             weights.append(w)
         t_upd = time.perf_counter()

@@ -11,16 +11,17 @@ def _get(turn: Any, key: str) -> Any:
 
 
 def render_turns(tokenizer: Any, turns: Sequence[Any]) -> list[list[int]]:
-    """One list of token ids per turn, rendered the way the hf policy renders messages."""
+    """One list of token ids per turn, rendered the way the hf policy renders messages (its ``ChatFormat``: the
+    generation prompt belongs to the message before an assistant turn, an assistant message is its text + end)."""
     if all(_get(t, "token_ids") for t in turns):
         return [list(_get(t, "token_ids")) for t in turns]
-    from ..agents.policies.hf import render_message
+    from ..agents.policies.chat import ChatFormat
+    from ..agents.policy import Message
 
-    out = []
-    for t in turns:
-        ids = _get(t, "token_ids")
-        out.append(list(ids) if ids else list(render_message(tokenizer, _get(t, "role"), _get(t, "text") or "")))
-    return out
+    msgs = [Message(role=_get(t, "role"), content=_get(t, "text") or "",
+                    token_ids=list(_get(t, "token_ids")) if _get(t, "token_ids") else None) for t in turns]
+    ChatFormat(tokenizer).fill(msgs)
+    return [list(m.token_ids or []) for m in msgs]
 
 
 def sft_example(tokenizer: Any, turns: Sequence[Any], max_len: int | None = None) -> dict[str, list[int]]:

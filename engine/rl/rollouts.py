@@ -25,6 +25,12 @@ class Rollout:
     wall_s: float = 0.0
     sandbox_s: float = 0.0
     reused: bool = False
+    #: the episode broke for reasons outside the policy (interrupted, backend failure): masked like a time-out
+    errored: bool = False
+
+    @property
+    def masked(self) -> bool:
+        return self.timed_out or self.errored
 
     @property
     def valid(self) -> bool:
@@ -47,7 +53,7 @@ class Rollout:
                    reward=float(get("reward") or 0.0), timed_out=bool(get("timed_out")), turns=list(get("turns") or []),
                    grade=dict(get("grade") or {}), wall_s=float(get("wall_s") or 0.0),
                    sandbox_s=float(get("sandbox_s") or (get("reward_breakdown") or {}).get("sandbox_s", 0.0) or 0.0),
-                   reused=reused)
+                   reused=reused, errored=get("status") == "error")
 
 
 def group_id_for(run_id: str, step: int, k: int) -> str:
