@@ -78,8 +78,12 @@ class SFTRun:
 
         from .modeling import load_for_training, resolve_model, train_dtype
 
+        import datasets
+        from transformers import PrinterCallback, ProgressCallback
+
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
+        datasets.disable_progress_bars()
         cfg, store, run_id = self.cfg, self.store, self.run_id
         model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=cfg.adapter,
                                                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
@@ -117,6 +121,8 @@ class SFTRun:
 
         self._stop = threading.Event()
         trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok, callbacks=[ToStore()])
+        for cb in (PrinterCallback, ProgressCallback):  # progress goes to the CLI's bar and the store instead
+            trainer.remove_callback(cb)
         latest = store.runs.latest_checkpoint(run_id)
         resume = latest["path"] if latest and Path(latest["path"]).is_dir() else None
         store.runs.start(run_id)
