@@ -68,6 +68,7 @@ def build_tiny_model(out_dir: str | Path, *, corpus: list[str] | None = None, hi
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
 
+    _quiet()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(corpus if corpus is not None else default_corpus(), vocab_size)
@@ -87,6 +88,12 @@ def build_tiny_model(out_dir: str | Path, *, corpus: list[str] | None = None, hi
                                                   "heads": heads, "kv_heads": kv_heads, "seed": seed,
                                                   "vocab_size": len(tokenizer)}, indent=2))
     return out
+
+
+def _quiet() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def pick_device() -> str:
@@ -111,6 +118,7 @@ def load_causal_lm(path_or_id: str | Path, *, adapter: str | None = None, device
     """(model, tokenizer) from a folder or hub id, with an optional PEFT adapter, on ``device`` in eval mode."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    _quiet()
     device = device or pick_device()
     path = str(path_or_id)
     if (path.startswith((".", "/", "~")) or Path(path).expanduser().exists()) and not Path(path).expanduser().is_dir():
