@@ -1,0 +1,134 @@
+"""The Analyst's product: a :class:`Blueprint`, the technical DNA of a seed that every synthesized environment
+must keep (modality, task type, metric, class balance, missingness, cardinality, free text, temporal order,
+groups, multi-label structure, shift, media shape) — and the procedural Analyst that extracts it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import SynthesisError
+from ..grading.metrics import METRICS
+
+MODALITIES = ("tabular", "text", "image", "timeseries", "audio")
+
+
+@dataclass
+class Blueprint:
+    seed_id: str
+    modality: str
+    task_type: str
+    metric: str
+    lower_is_better: bool
+    n_classes: int = 0  #: classes (multiclass/ordinal/binary) or labels (multilabel); 0 for regression
+    n_targets: int = 1
+    class_balance: float | None = None  #: share of the rarest class / positive label
+    missing_rate: float = 0.0
+    n_numeric: int = 0
+    n_categorical: int = 0
+    high_cardinality: bool = False
+    code_feature: bool = False  #: a fixed-length string code whose characters carry signal
+    free_text: int = 0  #: number of free-text columns
+    text_style: str = "topic"  #: topic | style | quality (what separates the classes)
+    temporal: bool = False
+    groups: bool = False
+    shift: bool = False
+    label_noise: float = 0.0
+    image_size: int = 0
+    sequence_length: int = 0
+    nonnegative_target: bool = False
+    original_train_size: int = 0
+    original_test_size: int = 0
+    notes: str = ""
+    traits: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Blueprint":
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def check_blueprint(bp: dict[str, Any], seed: dict[str, Any]) -> list[str]:
+    """Problems with a blueprint proposed by a backend (empty list = acceptable)."""
+    problems = []
+    for key in ("modality", "task_type", "metric"):
+        if bp.get(key) != seed[key]:
+            problems.append(f"blueprint {key} {bp.get(key)!r} must equal the seed's {seed[key]!r}")
+    if bp.get("modality") not in MODALITIES:
+        problems.append(f"modality must be one of {MODALITIES}")
+    if bp.get("metric") not in METRICS:
+        problems.append(f"metric {bp.get('metric')!r} is not in the metric library")
+    n = bp.get("n_classes", 0)
+    if seed["task_type"] in ("binary", "multiclass", "ordinal", "multilabel") and (not isinstance(n, int) or n < 2):
+        problems.append("n_classes must be an integer >= 2 for a classification task")
+    cb = bp.get("class_balance")
+    if cb is not None and not (0 < float(cb) < 1):
+        problems.append("class_balance must lie in (0, 1)")
+    mr = bp.get("missing_rate", 0.0)
+    if not (0 <= float(mr) < 1):
+        problems.append("missing_rate must lie in [0, 1)")
+    return problems
+
+
+def analyze(seed: dict[str, Any]) -> Blueprint:
+    """The procedural Analyst: read the seed's card, schema and hints into a blueprint."""
+    hints = seed.get("hints") or {}
+    cols = seed["columns"]
+    features = [c for c in cols if c["role"] == "feature"]
+    targets = [c for c in cols if c["name"] in seed["target_columns"]]
+    task = seed["task_type"]
+    notes = hints.get("notes", "")
+    low = notes.lower()
+    n_classes = 0
+    if task in ("binary",):
+        n_classes = 2
+    elif task in ("multiclass", "ordinal"):
+        values = targets[0].get("values") if targets else None
+        n_classes = int(hints.get("n_classes") or (len(values) if values else 3))
+    elif task == "multilabel":
+        n_classes = len(seed["target_columns"])
+    free_text = [c for c in features if c["dtype"] == "text"]
+    n_numeric = len([c for c in features if c["dtype"] in ("int", "float")])
+    # schemas that list representative columns of a bigger group say so in their notes ("192 numeric features")
+    import re
+
+    m = re.search(r"(\d+) numeric features", notes)
+    if m:
+        n_numeric = max(n_numeric, int(m.group(1)))
+    traits = []
+    bp = Blueprint(
+        seed_id=seed["id"], modality=seed["modality"] if seed["modality"] in MODALITIES else "timeseries",
+        task_type=task, metric=seed["metric"], lower_is_better=bool(seed["lower_is_better"]),
+        n_classes=n_classes, n_targets=len(seed["target_columns"]),
+        class_balance=hints.get("class_balance"), missing_rate=float(hints.get("missing_rate", 0.0)),
+        n_numeric=n_numeric, n_categorical=len([c for c in features if c["dtype"] in ("category", "bool")]),
+        high_cardinality=bool(hints.get("high_cardinality")),
+        code_feature=any("string code" in (c.get("description") or "").lower() for c in features),
+        free_text=len(free_text), temporal=bool(hints.get("temporal", False)),
+        groups=bool(hints.get("groups")), shift=bool(hints.get("shift", False)) or "drift" in low,
+        label_noise=float(hints.get("label_noise", 0.0)), image_size=int(hints.get("image_size", 0)),
+        sequence_length=int(hints.get("sequence_length", 0)),
+        nonnegative_target=seed["metric"] in ("rmsle", "mean_columnwise_rmsle") or "non-negative" in low,
+        original_train_size=int(seed["train_size"]), original_test_size=int(seed["test_size"]), notes=notes,
+    )
+    if free_text:
+        bp.text_style = "quality" if task == "ordinal" else ("style" if "stylometry" in seed.get("tags", []) or
+                                                              "punctuation" in low else "topic")
+    if bp.modality == "image" and not bp.image_size:
+        bp.image_size = 32
+    if bp.modality in ("audio", "timeseries") and not bp.sequence_length:
+        bp.sequence_length = 256 if bp.modality == "timeseries" else 2000
+    for key in ("class_balance", "missing_rate", "high_cardinality", "code_feature", "free_text", "temporal",
+                "groups", "shift", "label_noise"):
+        if getattr(bp, key):
+            traits.append(key)
+    if task == "multilabel":
+        traits.append("multi_label")
+    if bp.n_targets > 1:
+        traits.append("multi_target")
+    bp.traits = traits
+    if bp.modality not in MODALITIES:
+        raise SynthesisError(f"seed {seed['id']}: modality {seed['modality']!r} has no generator")
+    return bp

@@ -1,0 +1,90 @@
+"""The description writer: ``public/description.md`` from a scenario and its grading spec (goal, files, every
+column, the metric and the exact submission format). The Reviewer checks the result against the data."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..grading.metrics import get_metric
+
+METRIC_PROSE = {
+    "accuracy": "accuracy (share of test rows whose label is right)",
+    "f1_macro": "macro-averaged F1 (F1 of every class, averaged with equal weight)",
+    "roc_auc": "area under the ROC curve (ROC-AUC) between the predicted probability and the true label",
+    "mean_columnwise_roc_auc": "mean column-wise ROC-AUC (the ROC-AUC of each target column, averaged)",
+    "log_loss": "multiclass log loss over the predicted class probabilities (rows are renormalised and clipped)",
+    "multilabel_log_loss": "binary log loss averaged over the target columns",
+    "rmse": "root mean squared error (RMSE)",
+    "rmsle": "root mean squared logarithmic error (RMSLE)",
+    "mean_columnwise_rmsle": "mean column-wise root mean squared logarithmic error (RMSLE of each target, averaged)",
+    "mcrmse": "mean column-wise RMSE",
+    "mae": "mean absolute error",
+    "r2": "coefficient of determination (R²)",
+    "qwk": "quadratic weighted kappa between the predicted and the true grades",
+}
+
+
+def column_rows(scenario: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(column, where, description) for every column of train.csv / test.csv."""
+    rows = [(scenario["id_column"], "train, test", "Row identifier; also the first column of the submission.")]
+    temporal = scenario.get("temporal")
+    if temporal:
+        rows.append((temporal["column"], "train, test", "Timestamp of the row (UTC); the test rows come after the training rows."))
+    text = scenario.get("text") or {}
+    if text.get("title_col"):
+        rows.append((text["title_col"], "train, test", f"Short title of the {scenario['entity']} (free text)."))
+    if text.get("text_col"):
+        rows.append((text["text_col"], "train, test", f"Free text of the {scenario['entity']}."))
+    tab = scenario.get("tabular") or {}
+    for f in tab.get("numeric", []):
+        rows.append((f["name"], "train, test", f.get("description", "numeric feature")))
+    for c in tab.get("categorical", []):
+        rows.append((c["name"], "train, test", f"{c.get('description', 'category')} (category; {len(c['levels'])} levels)."))
+    if tab.get("code"):
+        rows.append((tab["code"]["name"], "train, test", tab["code"]["description"]))
+    if scenario.get("media_column"):
+        rows.append((scenario["media_column"], "train, test", "Relative path of the media file, e.g. train/<id>.npy or test/<id>.png."))
+    if scenario.get("group_column"):
+        rows.append((scenario["group_column"], "train, test", f"Which {scenario['group_column']} the row was recorded in (a group)."))
+    for t in scenario["target_columns"]:
+        meta = next((m for m in scenario.get("targets_meta") or [] if m["name"] == t), None)
+        desc = meta["description"] if meta else scenario.get("target_description", "target")
+        rows.append((t, "train only", f"Target. {desc}"))
+    return rows
+
+
+def write_description(scenario: dict[str, Any], grade: dict[str, Any]) -> str:
+    metric = get_metric(grade["metric"])
+    idc, pred = grade["id_column"], grade["prediction_columns"]
+    better = "lower" if metric.lower_is_better else "higher"
+    lines = [f"# {scenario['title']}", "", "## Overview", "", scenario["overview"], ""]
+    lines += ["## Data", "",
+              f"- `train.csv` — {scenario['n_train']} rows with the target column(s) "
+              f"{', '.join('`' + t + '`' for t in scenario['target_columns'])}.",
+              f"- `test.csv` — {scenario['n_test']} rows without the target.",
+              "- `sample_submission.csv` — a valid submission in the expected format."]
+    if scenario.get("media_column"):
+        lines.append(f"- `train/` and `test/` — the media files. {scenario.get('media_note', '')}".rstrip())
+    lines += ["", "### Columns", "", "| column | in | description |", "|---|---|---|"]
+    lines += [f"| `{c}` | {where} | {desc} |" for c, where, desc in column_rows(scenario)]
+    if scenario.get("classes") is not None and grade["task_type"] in ("multiclass", "ordinal", "binary"):
+        lines += ["", "Classes: " + ", ".join(f"`{c}`" for c in scenario["classes"]) + "."]
+    lines += ["", "## Evaluation", "",
+              f"Submissions are scored with **{grade['metric']}**: {METRIC_PROSE.get(grade['metric'], metric.description)}; "
+              f"{better} is better."]
+    if grade["metric"] in ("rmsle", "mean_columnwise_rmsle"):
+        lines.append("Predictions must be non-negative; fitting the log of the target matches the metric.")
+    lines += ["", "## Submission format", "",
+              f"A CSV file with a header and one row per `{idc}` of `test.csv`, columns `{idc}` then "
+              + ", ".join(f"`{c}`" for c in pred) + "."]
+    if grade["metric"] == "log_loss":
+        lines.append("Each prediction column holds the probability of that class; rows should sum to 1.")
+    elif grade["metric"] in ("roc_auc", "mean_columnwise_roc_auc", "multilabel_log_loss"):
+        lines.append("Each prediction column holds a probability between 0 and 1.")
+    elif grade["task_type"] in ("regression", "multi_target_regression"):
+        lines.append("Each prediction column holds a number.")
+    else:
+        lines.append("The prediction column holds one class label per row.")
+    example = ",".join([idc, *pred])
+    lines += ["", "```", example, f"<{idc}>," + ",".join("..." for _ in pred), "```", ""]
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""The Data engineer: turns a scenario into a generator program and runs it in the sandbox.
+
+The program is :mod:`engine.synthesis.generator_program` with the environment's CONFIG written in (a
+self-contained script: ``python generator.py --out DIR --seed S``). Its difficulty knobs — signal strength,
+noise, label noise, missingness, shift — are set here and adjusted on the Verifier's feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..environment import GradeSpec
+from ..errors import SynthesisError
+from ..sandbox import Limits
+from . import generator_program
+from .blueprint import Blueprint
+from .describe import write_description
+
+SIGNAL_RANGE = {"tabular": (0.9, 1.5), "text": (0.8, 1.3), "image": (0.55, 0.9), "audio": (0.45, 0.9),
+                "timeseries": (0.7, 1.2)}
+
+
+def difficulty(bp: Blueprint, rng: np.random.Generator) -> dict[str, Any]:
+    lo, hi = SIGNAL_RANGE.get(bp.modality, (0.8, 1.4))
+    return {
+        "signal": round(float(rng.uniform(lo, hi)), 4),
+        "noise": round(float(rng.uniform(0.3, 0.8)), 4),
+        "label_noise": round(float(bp.label_noise or rng.uniform(0.0, 0.05)), 4),
+        "missing_rate": round(float(bp.missing_rate * rng.uniform(0.7, 1.3)) if bp.missing_rate else 0.0, 4),
+        "shift": round(float(rng.uniform(0.3, 0.8)), 4) if bp.shift else 0.0,
+    }
+
+
+def build_config(bp: Blueprint, scenario: dict[str, Any], spec: GradeSpec, knobs: dict[str, Any]) -> dict[str, Any]:
+    cfg = {k: v for k, v in scenario.items()}
+    cfg.update(knobs)
+    cfg.update({"modality": bp.modality, "task_type": bp.task_type, "metric": spec.metric,
+                "grade": spec.to_dict(), "nonnegative": bp.nonnegative_target})
+    if bp.modality == "text":
+        tx = dict(cfg["text"])
+        tx["p_signal"] = round(0.09 * knobs["signal"], 4)
+        tx["p_confuse"] = round(0.03, 4)
+        cfg["text"] = tx
+    cfg["description"] = write_description(scenario, spec.to_dict())
+    return cfg
+
+
+def render_program(config: dict[str, Any]) -> str:
+    source = Path(generator_program.__file__).read_text(encoding="utf-8")
+    marker = "CONFIG = None  # replaced by the Data engineer with the environment's configuration"
+    if marker not in source:
+        raise SynthesisError("the generator template lost its CONFIG marker")
+    literal = json.dumps(config, indent=1, sort_keys=True, default=_jsonable, ensure_ascii=True)
+    return source.replace(marker, "CONFIG = json.loads(r'''" + literal.replace("'", "\\u0027") + "''')")
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    raise TypeError(f"{type(v).__name__} is not JSON serialisable")
+
+
+@dataclass
+class GeneratorRun:
+    ok: bool
+    wall_s: float
+    error: str = ""
+    sandbox_run_id: str | None = None
+
+
+def run_generator(sandbox, program: str, dest: Path, rng_seed: int, *, n_train: int | None = None,
+                  n_test: int | None = None, limits: Limits | None = None, meta: dict | None = None) -> GeneratorRun:
+    """Run the program in a fresh sandbox workspace and move its output to ``dest`` (public/ + private/)."""
+    with sandbox.open(None, label="generator") as ws:
+        ws.write_file("generator.py", program.encode())
+        argv = ["python", "generator.py", "--out", "out", "--seed", str(rng_seed)]
+        if n_train:
+            argv += ["--n-train", str(n_train)]
+        if n_test:
+            argv += ["--n-test", str(n_test)]
+        res = ws.run(argv, limits=limits, meta=meta)
+        if not res.ok:
+            tail = (res.stderr_tail or res.stdout_tail or "").strip().splitlines()
+            return GeneratorRun(False, res.wall_s, f"generator {res.status}: {tail[-1] if tail else 'no output'}", res.run_id)
+        dest.mkdir(parents=True, exist_ok=True)
+        for part in ("public", "private"):
+            if (dest / part).exists():
+                shutil.rmtree(dest / part)
+            shutil.copytree(ws.path / "out" / part, dest / part)
+        return GeneratorRun(True, res.wall_s, "", res.run_id)
+
+
+def check_output(env_dir: Path, spec: GradeSpec, scenario: dict[str, Any], *, micro: bool = True) -> list[str]:
+    """Structural checks of generated files (the layout contract), as a list of problems."""
+    pub, priv = env_dir / "public", env_dir / "private"
+    problems = []
+    for p in (pub / "description.md", pub / "train.csv", pub / "test.csv", pub / "sample_submission.csv",
+              priv / "answers.csv", priv / "grade.json"):
+        if not p.is_file():
+            problems.append(f"missing {p.relative_to(env_dir)}")
+    if problems:
+        return problems
+    train = pd.read_csv(pub / "train.csv", dtype={spec.id_column: str})
+    test = pd.read_csv(pub / "test.csv", dtype={spec.id_column: str})
+    sample = pd.read_csv(pub / "sample_submission.csv", dtype={spec.id_column: str})
+    answers = pd.read_csv(priv / "answers.csv", dtype={spec.id_column: str})
+    if micro and not (50 <= len(train) <= 200):
+        problems.append(f"train.csv has {len(train)} rows; micro environments need 50-200")
+    for t in spec.target_columns:
+        if t not in train.columns:
+            problems.append(f"train.csv lacks the target {t!r}")
+        if t in test.columns:
+            problems.append(f"test.csv leaks the target {t!r}")
+    expected = [spec.id_column, *spec.prediction_columns]
+    for name, frame in (("sample_submission.csv", sample), ("answers.csv", answers)):
+        if list(frame.columns) != expected:
+            problems.append(f"{name} columns {list(frame.columns)} != {expected}")
+        if frame[spec.id_column].tolist() != test[spec.id_column].tolist():
+            problems.append(f"{name} ids differ from test.csv ids")
+    if train[spec.id_column].duplicated().any() or test[spec.id_column].duplicated().any():
+        problems.append("duplicate ids")
+    if set(train[spec.id_column]) & set(test[spec.id_column]):
+        problems.append("train and test share ids")
+    media = scenario.get("media_column")
+    if media:
+        for frame in (train, test):
+            missing = [p for p in frame[media].astype(str) if not (pub / p).is_file()]
+            if missing:
+                problems.append(f"{len(missing)} media files are missing, e.g. {missing[0]}")
+                break
+    return problems

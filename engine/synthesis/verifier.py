@@ -1,0 +1,290 @@
+"""The Verifier: run the reference ladder in the sandbox (a workspace holding only ``public/``), score it outside,
+and accept an environment only if it is learnable, discriminative, not saturated, its grader survives fuzzing
+and no leakage probe fires. It also builds the leaderboard and medal thresholds."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..environment import GradeSpec
+from ..errors import InvalidSubmission
+from ..grading.metrics import get_metric
+from ..grading.score import read_frame, score_submission
+from ..grading.thresholds import thresholds
+from ..sandbox import Limits
+from .grader import better
+from .solutions import LADDER, RUNNER, render_solution
+
+BOUNDED = ("accuracy", "f1_macro", "f1_micro", "f1_weighted", "roc_auc", "mean_columnwise_roc_auc", "qwk", "r2",
+           "map_at_3")
+
+
+@dataclass
+class LadderRun:
+    name: str
+    seed: int
+    status: str
+    wall_s: float
+    score: float | None = None
+    error: str = ""
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    reason: str = ""
+    #: which role can fix a failure: engineer (data), grader, designer, or "" (reject)
+    send_to: str = ""
+    #: for the engineer: multiply the signal strength by this
+    signal_factor: float = 1.0
+    report: dict[str, Any] = field(default_factory=dict)
+    leaderboard: list[dict[str, Any]] = field(default_factory=list)
+    thresholds: dict[str, Any] | None = None
+
+
+def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...] = (0, 1), *,
+               limits: Limits | None = None, meta: dict | None = None,
+               ladder: dict | None = None) -> tuple[list[LadderRun], dict[tuple[str, int], pd.DataFrame], float]:
+    """Every ladder solution × RNG seed in one sandbox run over a copy of ``public_dir`` (imports paid once)."""
+    ladder = ladder or LADDER
+    plan = []
+    with sandbox.open(public_dir, label="ladder") as ws:
+        for name, strategy in ladder.items():
+            ws.write_file(f"_ref_{name}.py", render_solution(strategy).encode())
+            for s in seeds:
+                plan.append({"name": name, "seed": s, "file": f"_ref_{name}.py", "out": f"_sub_{name}_{s}.csv"})
+        ws.write_file("_ladder.json", json.dumps(plan).encode())
+        ws.write_file("_ladder.py", RUNNER.encode())
+        res = ws.run(["python", "_ladder.py"], limits=limits, meta=meta)
+        runs: list[LadderRun] = []
+        subs: dict[tuple[str, int], pd.DataFrame] = {}
+        try:
+            results = json.loads(ws.read_file("_ladder_result.json"))
+        except (OSError, ValueError):
+            tail = (res.stderr_tail or res.stdout_tail).strip().splitlines()
+            err = f"ladder run {res.status}: {tail[-1] if tail else 'no output'}"
+            return [LadderRun(p["name"], p["seed"], res.status, res.wall_s, None, err) for p in plan], {}, res.wall_s
+        for r in results:
+            run = LadderRun(r["name"], r["seed"], r["status"], r["wall_s"], None, r.get("error", ""))
+            if run.status == "ok":
+                try:
+                    subs[(run.name, run.seed)] = pd.read_csv(io.BytesIO(ws.read_file(r["out"])),
+                                                             dtype={spec.id_column: str})
+                except (OSError, ValueError) as exc:
+                    run.status, run.error = "error", f"no readable submission: {exc}"
+            runs.append(run)
+    return runs, subs, res.wall_s
+
+
+def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: float,
+          rng: np.random.Generator) -> pd.DataFrame:
+    """A leaderboard variant between the strong and the trivial submission."""
+    out = strong.copy()
+    t = trivial.set_index(spec.id_column).loc[strong[spec.id_column]].reset_index()
+    if get_metric(spec.metric).prediction == "label":
+        swap = rng.random(len(out)) > alpha
+        for c in spec.prediction_columns:
+            out.loc[swap, c] = t.loc[swap, c].to_numpy()
+    else:
+        for c in spec.prediction_columns:
+            out[c] = alpha * pd.to_numeric(strong[c]) + (1 - alpha) * pd.to_numeric(t[c])
+    return out
+
+
+def fuzz_cases(spec: GradeSpec, sub: pd.DataFrame, rng: np.random.Generator) -> dict[str, pd.DataFrame]:
+    idc, pc = spec.id_column, spec.prediction_columns
+    cases: dict[str, pd.DataFrame] = {
+        "missing_row": sub.iloc[:-1],
+        "extra_row": pd.concat([sub, sub.iloc[:1]], ignore_index=True),
+        "unknown_id": sub.assign(**{idc: ["zz-unknown"] + list(sub[idc].iloc[1:])}),
+        "shuffled_ids": sub.assign(**{idc: rng.permutation(sub[idc].to_numpy())}),
+        "renamed_column": sub.rename(columns={pc[0]: pc[0] + "_pred"}),
+        "no_id_column": sub.drop(columns=[idc]),
+        "header_only": sub.iloc[:0],
+        "label_column_copied": sub.assign(**{(spec.target_columns[0] if spec.target_columns[0] not in pc
+                                              else spec.target_columns[0] + "_true"): sub[pc[0]]}),
+    }
+    nan = sub.copy()
+    nan[pc[0]] = nan[pc[0]].astype(object)
+    nan.loc[nan.index[0], pc[0]] = np.nan
+    cases["nan_value"] = nan
+    inf = sub.copy()
+    inf[pc[0]] = inf[pc[0]].astype(object)
+    inf.loc[inf.index[0], pc[0]] = np.inf
+    cases["inf_value"] = inf
+    cases["wrong_dtype"] = sub.assign(**{pc[0]: ["abc"] * len(sub)})
+    return cases
+
+
+def fuzz(spec: GradeSpec, answers: pd.DataFrame, sub: pd.DataFrame, base: float,
+         rng: np.random.Generator) -> tuple[dict[str, str], list[str]]:
+    """Each malformed variant must be invalid or score no better; a crash is a grader bug."""
+    outcome, problems = {}, []
+    for name, case in fuzz_cases(spec, sub, rng).items():
+        try:
+            s = score_submission(spec, answers, case)
+        except InvalidSubmission:
+            outcome[name] = "invalid"
+            continue
+        except Exception as exc:  # noqa: BLE001 - a crash is exactly what fuzzing looks for
+            outcome[name] = f"crash: {type(exc).__name__}"
+            problems.append(f"grader crashed on {name}: {type(exc).__name__}: {exc}")
+            continue
+        outcome[name] = f"score {s:.4g}"
+        if better(spec, s, base) and abs(s - base) > 1e-12:
+            problems.append(f"{name} scored better ({s:.4g}) than the submission it came from ({base:.4g})")
+    return outcome, problems
+
+
+def _numeric_id(ids: pd.Series) -> pd.Series | None:
+    digits = ids.astype(str).str.extract(r"(\d+)$")[0]
+    if digits.isna().any():
+        return None
+    return pd.to_numeric(digits)
+
+
+def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | None) -> tuple[dict, list[str]]:
+    """Probes: id ↔ label correlation, train/test duplicate rows, a label recoverable from one column."""
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+    train = read_frame(pub / "train.csv", spec.id_column)
+    test = read_frame(pub / "test.csv", spec.id_column)
+    report: dict[str, Any] = {}
+    problems = []
+    targets = [t for t in spec.target_columns if t in train.columns]
+    regression = spec.task_type in ("regression", "multi_target_regression")
+    num_id = _numeric_id(train[spec.id_column])
+    worst = 0.0
+    if num_id is not None and num_id.nunique() > 10:
+        for t in targets:
+            y = train[t]
+            indicators = [pd.to_numeric(y, errors="coerce")] if regression or spec.task_type == "multilabel" else \
+                [(y.astype(str) == c).astype(float) for c in y.astype(str).unique()]
+            for ind in indicators:
+                if ind.nunique() > 1:
+                    rho = abs(pd.Series(num_id.rank().to_numpy()).corr(pd.Series(ind.rank().to_numpy())))
+                    worst = max(worst, float(np.nan_to_num(rho)))
+        if worst > 0.45:
+            problems.append(f"the id predicts the label (|Spearman| {worst:.2f})")
+    report["id_label_corr"] = round(worst, 4)
+    feats = [c for c in test.columns if c not in (spec.id_column, media_col)]
+    if feats:
+        key_tr = set(pd.util.hash_pandas_object(train[feats].astype(str), index=False))
+        key_te = pd.util.hash_pandas_object(test[feats].astype(str), index=False)
+        dup = float(key_te.isin(key_tr).mean())
+        report["train_test_duplicates"] = round(dup, 4)
+        if dup > 0.05:
+            problems.append(f"{dup:.0%} of test rows duplicate a training row")
+    best_rule = 0.0
+    ans = answers.set_index(spec.id_column).loc[test[spec.id_column]].reset_index()
+    for c in feats:
+        col = train[c]
+        if col.dtype == object or pd.api.types.is_string_dtype(col):
+            if col.astype(str).str.count(" ").mean() >= 3:
+                continue  # free text: not a single-column rule
+            codes = {v: i for i, v in enumerate(sorted(set(col.astype(str)) | set(test[c].astype(str))))}
+            xtr = col.astype(str).map(codes).to_numpy(dtype=float)[:, None]
+            xte = test[c].astype(str).map(codes).to_numpy(dtype=float)[:, None]
+        else:
+            xtr = pd.to_numeric(col, errors="coerce").fillna(-1e9).to_numpy()[:, None]
+            xte = pd.to_numeric(test[c], errors="coerce").fillna(-1e9).to_numpy()[:, None]
+        for t in targets:
+            if regression:
+                ytr = pd.to_numeric(train[t]).to_numpy()
+                yte = pd.to_numeric(ans[t]).to_numpy() if t in ans else None
+                if yte is None:
+                    continue
+                pred = DecisionTreeRegressor(max_depth=3).fit(xtr, ytr).predict(xte)
+                r2 = 1 - np.mean((pred - yte) ** 2) / max(np.var(yte), 1e-12)
+                best_rule = max(best_rule, float(r2))
+            else:
+                ytr = train[t].astype(str).to_numpy()
+                if t in ans:
+                    yte = ans[t].astype(str).to_numpy()
+                elif spec.metric == "log_loss":
+                    yte = np.asarray(spec.prediction_columns, dtype=object)[ans[spec.prediction_columns].to_numpy().argmax(axis=1)]
+                else:
+                    continue
+                pred = DecisionTreeClassifier(max_depth=3).fit(xtr, ytr).predict(xte)
+                classes = np.unique(yte)
+                bal = np.mean([np.mean(pred[yte == k] == k) for k in classes])
+                best_rule = max(best_rule, float(bal))
+    report["best_single_column_rule"] = round(best_rule, 4)
+    if best_rule >= 0.97:
+        problems.append(f"one column recovers the label by a trivial rule (score {best_rule:.3f})")
+    return report, problems
+
+
+def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1), media_col: str | None = None,
+           limits: Limits | None = None, meta: dict | None = None, rng: np.random.Generator | None = None) -> Verdict:
+    rng = rng or np.random.default_rng(0)
+    answers = read_frame(env_dir / "private" / "answers.csv", spec.id_column)
+    runs, subs, wall = run_ladder(sandbox, env_dir / "public", spec, seeds, limits=limits, meta=meta)
+    report: dict[str, Any] = {"ladder_wall_s": round(wall, 3)}
+    failed = [r for r in runs if r.status != "ok"]
+    for r in runs:
+        if (r.name, r.seed) in subs:
+            try:
+                r.score = score_submission(spec, answers, subs[(r.name, r.seed)])
+            except InvalidSubmission as exc:
+                r.status, r.error = "invalid", str(exc)
+                failed.append(r)
+    report["ladder"] = [asdict(r) for r in runs]
+    if failed:
+        f = failed[0]
+        return Verdict(False, f"reference solution {f.name} (seed {f.seed}) failed: {f.status}: "
+                              f"{f.error.strip().splitlines()[-1] if f.error.strip() else ''}", "", report=report)
+    by: dict[str, list[float]] = {}
+    for r in runs:
+        by.setdefault(r.name, []).append(float(r.score))
+    means = {k: float(np.mean(v)) for k, v in by.items()}
+    noise = max(float(np.std(v)) for v in by.values())
+    m = get_metric(spec.metric)
+    sign = -1.0 if spec.lower_is_better else 1.0
+    best_name = max(("simple", "strong"), key=lambda k: sign * means[k])
+    gap = sign * (means[best_name] - means["trivial"])
+    scale = 1.0 if spec.metric in BOUNDED else max(abs(means["trivial"]), 1e-9)
+    min_gap = max(3 * noise, 0.03 * scale)
+    report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap})
+    if gap <= min_gap:
+        return Verdict(False, f"not learnable: the best reference ({best_name} {means[best_name]:.4g}) beats the "
+                              f"constant ({means['trivial']:.4g}) by {gap:.4g} <= {min_gap:.4g}", "engineer", 1.6, report)
+    best_score = max(by["strong"] + by["simple"], key=lambda s: sign * s)
+    saturated = (m.best is not None and abs(best_score - m.best) < 1e-9) or \
+        (spec.metric in BOUNDED and m.best is not None and abs(best_score - m.best) < 0.01) or \
+        (spec.lower_is_better and best_score < 0.02 * abs(means["trivial"]))
+    report["saturated"] = bool(saturated)
+    if saturated:
+        return Verdict(False, f"saturated: a reference scores {best_score:.4g}, (nearly) the metric's best",
+                       "engineer", 0.6, report)
+    strong0 = subs[("strong", seeds[0])]
+    board = [{"name": f"reference-{r.name}", "score": float(r.score), "rng_seed": r.seed, "source": "reference",
+              "wall_s": round(r.wall_s, 4)} for r in runs]
+    for alpha in (0.25, 0.5, 0.75):
+        try:
+            v = score_submission(spec, answers, blend(spec, strong0, subs[("trivial", seeds[0])], alpha, rng))
+            board.append({"name": f"variant-strong{int(alpha * 100)}", "score": float(v), "rng_seed": seeds[0],
+                          "source": "variant", "wall_s": None})
+        except InvalidSubmission:
+            pass
+    th = thresholds([e["score"] for e in board], spec.lower_is_better)
+    const_medals = [th.medal(s) for s in by["trivial"]]
+    report["thresholds"] = th.to_dict()
+    if any(const_medals):
+        return Verdict(False, f"a constant prediction reaches {const_medals[0]}", "engineer", 1.6, report)
+    outcome, problems = fuzz(spec, answers, strong0, by["strong"][0], rng)
+    report["fuzz"] = outcome
+    if problems:
+        return Verdict(False, "grader fuzzing: " + problems[0], "grader", report=report)
+    leak, leak_problems = leakage(spec, env_dir / "public", answers, media_col)
+    report["leakage"] = leak
+    if leak_problems:
+        return Verdict(False, "leakage: " + leak_problems[0], "engineer", 1.0, report)
+    return Verdict(True, "", report=report, leaderboard=board, thresholds=th.to_dict())
