@@ -84,12 +84,14 @@ def run_generator(sandbox, program: str, dest: Path, rng_seed: int, *, n_train: 
     """Run the program in a fresh sandbox workspace and move its output to ``dest`` (public/ + private/)."""
     with sandbox.open(None, label="generator") as ws:
         ws.write_file("generator.py", program.encode())
-        argv = ["python", "generator.py", "--out", "out", "--seed", str(rng_seed)]
+        argv = ["generator.py", "--out", "out", "--seed", str(rng_seed)]
         if n_train:
             argv += ["--n-train", str(n_train)]
         if n_test:
             argv += ["--n-test", str(n_test)]
-        res = ws.run(argv, limits=limits, meta=meta)
+        # a two-line launcher lets the warm worker (numpy/pandas imported) run the program with its arguments
+        launcher = f"import runpy, sys\nsys.argv = {argv!r}\nrunpy.run_path('generator.py', run_name='__main__')\n"
+        res = ws.run_python(launcher, filename="_run_generator.py", limits=limits, meta=meta)
         if not res.ok:
             tail = (res.stderr_tail or res.stdout_tail or "").strip().splitlines()
             return GeneratorRun(False, res.wall_s, f"generator {res.status}: {tail[-1] if tail else 'no output'}", res.run_id)

@@ -223,6 +223,8 @@ def regression_values(cfg, raw):
 def build_tabular(cfg, n_train, n_test, mrng, drng):
     task = cfg["task_type"]
     K = len(cfg["classes"]) if cfg.get("classes") else 0
+    if task == "multilabel":
+        K = len(cfg["target_columns"])
     heads = {"binary": 1, "ordinal": 1, "multiclass": K, "multilabel": K}.get(task, len(cfg["target_columns"]))
     model = TabularModel(cfg, heads, mrng)
     temporal = cfg.get("temporal")
@@ -359,7 +361,7 @@ def multilabel_text(labels, cfg, rng, n_words):
 def build_text(cfg, n_train, n_test, mrng, drng):
     task = cfg["task_type"]
     tx = cfg["text"]
-    K = len(cfg["classes"]) if cfg.get("classes") else 0
+    K = len(cfg["target_columns"]) if task == "multilabel" else (len(cfg["classes"]) if cfg.get("classes") else 0)
     tab = cfg.get("tabular") or {}
     has_numeric = bool(tab.get("numeric"))
     delta = mrng.normal(size=len(tab["numeric"])) * 0.8 if has_numeric else None

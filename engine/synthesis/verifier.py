@@ -61,8 +61,7 @@ def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...
             for s in seeds:
                 plan.append({"name": name, "seed": s, "file": f"_ref_{name}.py", "out": f"_sub_{name}_{s}.csv"})
         ws.write_file("_ladder.json", json.dumps(plan).encode())
-        ws.write_file("_ladder.py", RUNNER.encode())
-        res = ws.run(["python", "_ladder.py"], limits=limits, meta=meta)
+        res = ws.run_python(RUNNER, filename="_ladder.py", limits=limits, meta=meta)
         runs: list[LadderRun] = []
         subs: dict[tuple[str, int], pd.DataFrame] = {}
         try:
@@ -175,7 +174,8 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
             problems.append(f"the id predicts the label (|Spearman| {worst:.2f})")
     report["id_label_corr"] = round(worst, 4)
     feats = [c for c in test.columns if c not in (spec.id_column, media_col)]
-    if feats:
+    # duplicates only mean something when rows are distinguishable (not a few low-cardinality columns)
+    if feats and len(train[feats].drop_duplicates()) >= 0.8 * len(train):
         key_tr = set(pd.util.hash_pandas_object(train[feats].astype(str), index=False))
         key_te = pd.util.hash_pandas_object(test[feats].astype(str), index=False)
         dup = float(key_te.isin(key_tr).mean())

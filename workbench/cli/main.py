@@ -17,6 +17,8 @@ COMMANDS = {
     "sandbox": "workbench.cli.sandbox:sandbox",
     "train": "workbench.cli.train:train",
     "runs": "workbench.cli.runs:runs",
+    "synth": "workbench.cli.synth:synth",
+    "envs": "workbench.cli.envs:envs",
 }
 
 

@@ -1,0 +1,145 @@
+"""Environments on disk and in the store: store a synthesized environment (files with hashes, leaderboard,
+thresholds, verification), export it as an MLE-bench competition folder, delete it, regenerate it from its
+generator and compare hashes."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from store import sha256_file
+
+from .errors import SandmleError
+
+
+def file_rows(env_dir: Path) -> list[dict[str, Any]]:
+    """Every file of an environment with its role, sha256 and size (paths relative to the env dir)."""
+    rows = []
+    for p in sorted(env_dir.rglob("*")):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(env_dir).as_posix()
+        role = ("public" if rel.startswith("public/") else "private" if rel.startswith("private/")
+                else "generator" if rel == "generator.py" else "other")
+        rows.append({"path": rel, "role": role, "sha256": sha256_file(p), "size": p.stat().st_size})
+    return rows
+
+
+def _count_rows(path: Path) -> int | None:
+    if not path.is_file():
+        return None
+    import pandas as pd
+
+    return len(pd.read_csv(path, usecols=[0]))
+
+
+def store_environment(store, st: dict[str, Any], *, seed: dict[str, Any], run_id: str, backend: str, status: str,
+                      reason: str) -> str:
+    """Write env.json and store the row, files and leaderboard in one transaction."""
+    from .synthesis.designer import fingerprint
+
+    env_id, env_dir = st["env_id"], Path(st["env_dir"])
+    env_dir.mkdir(parents=True, exist_ok=True)
+    bp = st.get("blueprint")
+    spec = st.get("spec")
+    scenario = st.get("scenario") or {}
+    verdict = st.get("verdict")
+    board = verdict.leaderboard if verdict is not None and status == "verified" else []
+    thresholds = verdict.thresholds if verdict is not None and status == "verified" else None
+    verification = {"report": verdict.report if verdict is not None else {}, "proof": st.get("proof"),
+                    "knobs": st.get("knobs")}
+    row = {
+        "id": env_id, "seed_id": seed["id"], "run_id": run_id,
+        "title": scenario.get("title") or f"{seed['title']} (rejected draft)", "status": status,
+        "reason": reason or None, "split": "train",
+        "modality": bp.modality if bp else seed["modality"], "task_type": bp.task_type if bp else seed["task_type"],
+        "metric": spec.metric if spec else seed["metric"],
+        "lower_is_better": int(spec.lower_is_better if spec else seed["lower_is_better"]),
+        "id_column": spec.id_column if spec else seed["id_column"],
+        "target_columns": spec.target_columns if spec else seed["target_columns"],
+        "n_train": _count_rows(env_dir / "public" / "train.csv"), "n_test": _count_rows(env_dir / "public" / "test.csv"),
+        "backend": backend, "rng_seed": st.get("data_seed"), "blueprint": bp.to_dict() if bp else {},
+        "scenario": scenario, "thresholds": thresholds, "verification": verification, "dir": str(env_dir),
+        "fingerprint": fingerprint(scenario) if scenario else None,
+    }
+    meta = {k: v for k, v in row.items() if k not in ("verification",)}
+    meta["leaderboard"] = board
+    meta["grade"] = spec.to_dict() if spec else None
+    (env_dir / "env.json").write_text(json.dumps(meta, indent=2, default=str, sort_keys=True) + "\n")
+    store.envs.add(row, files=file_rows(env_dir), leaderboard=board)
+    return env_id
+
+
+def env_dir_of(store, env_id: str) -> Path:
+    row = store.envs.get(env_id)
+    if not row.get("dir") or not Path(row["dir"]).is_dir():
+        raise SandmleError(f"environment {env_id} has no files on disk ({row.get('dir')})")
+    return Path(row["dir"])
+
+
+def export_env(store, env_id: str, dest: str | Path) -> Path:
+    """An MLE-bench-style competition folder: config.yaml, description.md, prepared/public, prepared/private,
+    leaderboard.csv (plus generator.py and env.json)."""
+    import yaml
+
+    row = store.envs.get(env_id)
+    src = env_dir_of(store, env_id)
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        raise SandmleError(f"{dest}: exists and is not empty", hint="give a new folder")
+    (dest / "prepared").mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src / "public", dest / "prepared" / "public")
+    shutil.copytree(src / "private", dest / "prepared" / "private")
+    shutil.copy2(src / "public" / "description.md", dest / "description.md")
+    for name in ("generator.py", "env.json"):
+        if (src / name).is_file():
+            shutil.copy2(src / name, dest / name)
+    config = {
+        "id": env_id, "name": row["title"], "competition_type": "simple", "awards_medals": True,
+        "prizes": None, "description": "description.md",
+        "dataset": {"answers": "prepared/private/answers.csv", "sample_submission": "prepared/public/sample_submission.csv"},
+        "grader": {"name": row["metric"], "grade_fn": "engine.grading.grade:grade"},
+        "preparer": "generator.py", "lower_is_better": bool(row["lower_is_better"]),
+        "sandmle": {"seed_id": row["seed_id"], "status": row["status"], "rng_seed": row["rng_seed"],
+                    "thresholds": row["thresholds"]},
+    }
+    (dest / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    with open(dest / "leaderboard.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["teamName", "score", "rng_seed", "source"])
+        for e in store.envs.leaderboard(env_id):
+            w.writerow([e["name"], e["score"], e["rng_seed"], e["source"]])
+    return dest
+
+
+def delete_env(store, env_id: str) -> dict[str, Any]:
+    """Delete the row (files, leaderboard cascade) and the folder under the data dir."""
+    row = store.envs.delete(env_id)
+    d = row.get("dir")
+    if d and Path(d).is_dir() and Path(d).resolve().is_relative_to((store.data_dir / "envs").resolve()):
+        shutil.rmtree(d)
+    return row
+
+
+def regenerate(env_dir: str | Path, out: str | Path | None = None, rng_seed: int | None = None) -> dict[str, str]:
+    """Re-run an environment's generator.py (a plain subprocess; the code is ours, stored with the env) into
+    ``out`` and return {relative path: sha256} of what it wrote."""
+    env_dir = Path(env_dir)
+    meta = json.loads((env_dir / "env.json").read_text())
+    seed = rng_seed if rng_seed is not None else meta["rng_seed"]
+    out = Path(out) if out else Path(tempfile.mkdtemp(prefix="regen-"))
+    proc = subprocess.run([sys.executable, str(env_dir / "generator.py"), "--out", str(out), "--seed", str(seed)],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SandmleError(f"generator.py failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
+    return {p.relative_to(out).as_posix(): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def stored_hashes(store, env_id: str) -> dict[str, str]:
+    return {f["path"]: f["sha256"] for f in store.envs.files(env_id) if f["role"] in ("public", "private")}
