@@ -97,6 +97,28 @@ def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: f
     return out
 
 
+def paired_bootstrap_lower(spec: GradeSpec, answers: pd.DataFrame, best: pd.DataFrame, trivial: pd.DataFrame,
+                           rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> float:
+    """A low quantile of (best − constant) over bootstrap resamples of the test rows: > 0 means the lead holds
+    beyond the test set's sampling noise (a fluke on random labels does not)."""
+    from ..grading.score import answers_matrix, prediction_matrix, validate
+
+    fn = get_metric(spec.metric).fn
+    sign = -1.0 if spec.lower_is_better else 1.0
+    Y = answers_matrix(spec, answers)
+    Pb = prediction_matrix(spec, validate(spec, answers, best))
+    Pt = prediction_matrix(spec, validate(spec, answers, trivial))
+    n = len(Y)
+    diffs = []
+    for _ in range(n_boot):
+        idx = rng.integers(0, n, n)
+        try:
+            diffs.append(sign * (fn(Y[idx], Pb[idx]) - fn(Y[idx], Pt[idx])))
+        except ValueError:
+            continue
+    return float(np.quantile(diffs, q)) if diffs else 0.0
+
+
 def fuzz_cases(spec: GradeSpec, sub: pd.DataFrame, rng: np.random.Generator) -> dict[str, pd.DataFrame]:
     idc, pc = spec.id_column, spec.prediction_columns
     cases: dict[str, pd.DataFrame] = {
@@ -123,8 +145,9 @@ def fuzz_cases(spec: GradeSpec, sub: pd.DataFrame, rng: np.random.Generator) -> 
 
 
 def fuzz(spec: GradeSpec, answers: pd.DataFrame, sub: pd.DataFrame, base: float,
-         rng: np.random.Generator) -> tuple[dict[str, str], list[str]]:
-    """Each malformed variant must be invalid or score no better; a crash is a grader bug."""
+         rng: np.random.Generator, tolerance: float = 1e-12) -> tuple[dict[str, str], list[str]]:
+    """Each malformed variant must be invalid or score no better (beyond ``tolerance``, the seed-to-seed noise,
+    for a variant such as shuffled ids that stays valid); a crash is a grader bug."""
     outcome, problems = {}, []
     for name, case in fuzz_cases(spec, sub, rng).items():
         try:
@@ -137,7 +160,7 @@ def fuzz(spec: GradeSpec, answers: pd.DataFrame, sub: pd.DataFrame, base: float,
             problems.append(f"grader crashed on {name}: {type(exc).__name__}: {exc}")
             continue
         outcome[name] = f"score {s:.4g}"
-        if better(spec, s, base) and abs(s - base) > 1e-12:
+        if better(spec, s, base) and abs(s - base) > tolerance:
             problems.append(f"{name} scored better ({s:.4g}) than the submission it came from ({base:.4g})")
     return outcome, problems
 
@@ -252,10 +275,12 @@ def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = 
     gap = sign * (means[best_name] - means["trivial"])
     scale = 1.0 if spec.metric in BOUNDED else max(abs(means["trivial"]), 1e-9)
     min_gap = max(3 * noise, 0.03 * scale)
-    report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap})
-    if gap <= min_gap:
+    lower = paired_bootstrap_lower(spec, answers, subs[(best_name, seeds[0])], subs[("trivial", seeds[0])], rng)
+    report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap, "gap_lower_q": lower})
+    if gap <= min_gap or lower <= 0:
         return Verdict(False, f"not learnable: the best reference ({best_name} {means[best_name]:.4g}) beats the "
-                              f"constant ({means['trivial']:.4g}) by {gap:.4g} <= {min_gap:.4g}", "engineer", 1.6, report)
+                              f"constant ({means['trivial']:.4g}) by {gap:.4g} (needs > {min_gap:.4g} and a bootstrap lower "
+                              f"bound > 0, got {lower:.3g})", "engineer", 1.6, report)
     best_score = max(by["strong"] + by["simple"], key=lambda s: sign * s)
     saturated = (m.best is not None and abs(best_score - m.best) < 1e-9) or \
         (spec.metric in BOUNDED and m.best is not None and abs(best_score - m.best) < 0.01) or \
@@ -279,7 +304,7 @@ def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = 
     report["thresholds"] = th.to_dict()
     if any(const_medals):
         return Verdict(False, f"a constant prediction reaches {const_medals[0]}", "engineer", 1.6, report)
-    outcome, problems = fuzz(spec, answers, strong0, by["strong"][0], rng)
+    outcome, problems = fuzz(spec, answers, strong0, by["strong"][0], rng, tolerance=max(noise, 1e-12))
     report["fuzz"] = outcome
     if problems:
         return Verdict(False, "grader fuzzing: " + problems[0], "grader", report=report)
