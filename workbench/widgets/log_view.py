@@ -170,7 +170,7 @@ class LogView(ScrollView, can_focus=True):
         self._measure_width()
         self._update_size()
         if self.follow:
-            self.scroll_end(animate=False, immediate=True)
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
         self.refresh()
         self._start_watching()
         self.post_message(LogLoaded(str(path), self.line_count))
@@ -241,7 +241,7 @@ class LogView(ScrollView, can_focus=True):
             self._lv_max_width = max(self._lv_max_width, len(self.line(i)))
         self._update_size()
         if at_end and self.follow:
-            self.scroll_end(animate=False, immediate=True)
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True)
         self.refresh()
 
     # ------------------------------------------------------------------ search
