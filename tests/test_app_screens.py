@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Static, TabbedContent
 
 from test_app import wait_for
 from workbench.app import Workbench
-from workbench_data import populate
+from workbench.demo import populate
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ async def test_environments_filter_detail_preview_and_export(demo):
 
 async def test_environments_page_through_many(seeded_store):
     store = seeded_store
-    from workbench_data import add_envs
+    from workbench.demo import add_envs
 
     add_envs(store, 1)
     rows = [{"id": f"env-bulk-{i:05d}", "title": f"bulk {i}", "status": "verified", "modality": "tabular",

@@ -71,6 +71,10 @@ class Workbench(App):
 
     # ------------------------------------------------------------------ start
     def on_mount(self) -> None:
+        import threading
+
+        # pandas takes ~0.7 s to import: do it now, off the UI thread, before a dataset preview needs it
+        threading.Thread(target=__import__, args=("pandas",), daemon=True).start()
         self._theme_ready = True
         self.switch_mode("seeds")
         self.set_interval(self.poll_s, self.poll_jobs)

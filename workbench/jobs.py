@@ -38,12 +38,23 @@ def resolve_command(path: list[str]) -> click.Command | None:
     return cmd
 
 
+def _options(cmd: click.Command) -> dict[str, click.Option]:
+    """Options by parameter name and by flag name (``--env-ids`` → ``env_ids``, ``--json`` → ``json``)."""
+    out: dict[str, click.Option] = {}
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            for opt in p.opts:
+                if opt.startswith("--"):
+                    out.setdefault(opt[2:].replace("-", "_"), p)
+            if p.name:
+                out.setdefault(p.name, p)
+    return out
+
+
 def command_options(path: list[str]) -> set[str]:
     """Names of the options of ``sandmle <path…>`` (empty when the command is missing)."""
     cmd = resolve_command(path)
-    if cmd is None:
-        return set()
-    return {p.name for p in cmd.params if isinstance(p, click.Option) and p.name}
+    return set(_options(cmd)) if cmd is not None else set()
 
 
 def build_argv(path: list[str], values: dict[str, Any]) -> tuple[list[str], list[str]]:
@@ -54,7 +65,7 @@ def build_argv(path: list[str], values: dict[str, Any]) -> tuple[list[str], list
     cmd = resolve_command(path)
     if cmd is None:
         return [], sorted(values)
-    params = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
+    params = _options(cmd)
     argv, ignored = list(path), []
     for name, value in values.items():
         if value in (None, "", False, [], ()):
@@ -63,7 +74,7 @@ def build_argv(path: list[str], values: dict[str, Any]) -> tuple[list[str], list
         if param is None:
             ignored.append(name)
             continue
-        flag = max(param.opts, key=len)
+        flag = next((o for o in param.opts if o.startswith("--")), param.opts[0])
         if param.is_flag:
             argv.append(flag)
         elif isinstance(value, (list, tuple)):

@@ -15,6 +15,10 @@ from .prompt import PromptScreen
 from .synth_form import SynthFormScreen
 
 
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def seed_markdown(seed: dict) -> str:
     direction = "lower is better" if seed["lower_is_better"] else "higher is better"
     lines = [f"## {seed['title']}", "",
@@ -63,8 +67,9 @@ class SeedsScreen(BaseScreen):
     def reload(self) -> None:
         text = self.query_one("#seed-filter", Input).value.strip()
         keep = selected_key(self.table)
-        rows = [(s["id"], (s["id"], s["modality"], s["metric"], "✓" if s["enabled"] else "·",
-                           ",".join(s["tags"])[:14], f"{s['n_verified']}/{s['n_envs']}"))
+        rows = [(s["id"], (clip(s["id"], 22), clip(s["modality"], 10), clip(s["metric"], 14),
+                           "✓" if s["enabled"] else "·", clip(",".join(s["tags"]), 12),
+                           f"{s['n_verified']}/{s['n_envs']}"))
                 for s in self.store.seeds.list(text=text or None)]
         fill_table(self.table, rows, keep)
         self.show_detail()

@@ -21,10 +21,10 @@ def header_text(traj: dict[str, Any]) -> str:
     flags = [f for f in ("terminated", "truncated", "timed_out") if traj.get(f)]
     reward = traj.get("reward")
     lines = [
-        f"[b]{escape(traj['id'])}[/b]  env {escape(str(traj.get('env_id')))}  group {escape(str(traj.get('group_id')))}",
-        f"policy {escape(traj['policy'])} · scaffold {escape(traj['scaffold'])} · {traj.get('n_turns', 0)} turns · "
-        f"status {traj['status']}{' (' + ', '.join(flags) + ')' if flags else ''}",
-        f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —",
+        f"[b]{escape(traj['id'])}[/b] · {escape(str(traj.get('env_id')))} · group {escape(str(traj.get('group_id')))}",
+        f"{escape(traj['policy'])} · {escape(traj['scaffold'])} · {traj.get('n_turns', 0)} turns · "
+        f"{traj['status']}{' (' + ', '.join(flags) + ')' if flags else ''}",
+        (f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —") + f" · {medal}",
     ]
     breakdown = traj.get("reward_breakdown") or {}
     if breakdown:
@@ -32,9 +32,9 @@ def header_text(traj: dict[str, Any]) -> str:
                                       for k, v in breakdown.items()))
     if grade:
         score = grade.get("score")
-        lines.append(f"grade: score {score if score is None else round(score, 4)} · valid "
-                     f"{'yes' if grade.get('valid_submission') else 'no'} · {medal}"
-                     + (f" · error {escape(str(grade['error']))}" if grade.get("error") else ""))
+        lines.append(f"score {score if score is None else round(score, 4)} · "
+                     f"{'valid' if grade.get('valid_submission') else 'invalid'}"
+                     + (f" · {escape(str(grade['error']))}" if grade.get("error") else ""))
     return "\n".join(lines)
 
 

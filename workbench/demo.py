@@ -1,5 +1,5 @@
-"""Realistic, stable rows for the workbench tests: environments with files on disk, sandbox runs with logs,
-a GRPO run with metrics, checkpoints and rollouts, and an eval run — all written through the store API."""
+"""A demo store with realistic, stable rows (used by the tests, the snapshot tests and the README screenshots):
+environments with files on disk, sandbox runs with logs, a GRPO run with metrics, checkpoints and rollouts, and an eval run — all written through the store API."""
 
 from __future__ import annotations
 

@@ -1,0 +1,112 @@
+"""Jobs started from the workbench are real `sandmle` child processes recorded in the store: they show in the
+job panel with their output, keep running across screens, can be stopped, and quitting asks about them."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import Button, DataTable, Label, Select
+
+from test_app import wait_for
+from workbench.app import Workbench
+from workbench.jobs import LAUNCHER, build_argv, resolve_command
+
+
+def test_build_argv_uses_only_the_options_a_command_accepts():
+    argv, ignored = build_argv(["seeds", "list"], {"json": True, "modality": "text", "banana": 3})
+    assert argv == ["seeds", "list", "--json", "--modality", "text"]
+    assert ignored == ["banana"]
+    assert build_argv(["no-such-command"], {"x": 1}) == ([], ["x"])
+    assert resolve_command(["seeds", "nope"]) is None
+
+
+async def test_a_job_runs_in_the_background_and_shows_its_output(seeded_store):
+    app = Workbench(store=seeded_store, poll_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        job = app.launch_job("bench", ["seeds", "list", "--json"], "list seeds")
+        run = seeded_store.runs.get(job.run_id)
+        assert run["status"] == "running" and run["config"]["launcher"] == LAUNCHER and run["pid"]
+        await pilot.press("2")  # the job keeps going while we look elsewhere
+        await wait_for(pilot, lambda: seeded_store.runs.get(job.run_id)["status"] == "done", timeout=60)
+        assert '"whale-calls"' in job.log_path.read_text()
+        await pilot.press("6")
+        await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
+        table = app.screen.query_one("#jobs-table", DataTable)
+        assert table.row_count == 1 and "done" in str(table.get_row_at(0)[2])
+        log = app.screen.query_one("#job-log")
+        await wait_for(pilot, lambda: log.loaded and log.line_count > 10)
+        assert log.line(0) == "$ sandmle seeds list --json"
+
+
+async def test_a_failing_job_is_marked_failed_with_its_error(store):
+    app = Workbench(store=store, poll_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        job = app.launch_job("bench", ["seeds", "show", "no-such-seed"], "show a missing seed")
+        await wait_for(pilot, lambda: store.runs.get(job.run_id)["status"] == "failed", timeout=60)
+        assert "no seed with id 'no-such-seed'" in store.runs.get(job.run_id)["error"]
+
+
+async def test_quit_asks_and_can_stop_a_running_job(store):
+    app = Workbench(store=store, poll_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        # a long job: the TUI benchmark builds a big store in a child process
+        job = app.launch_job("bench", ["bench", "tui", "--quick"], "tui benchmark")
+        await pilot.press("q")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "ConfirmQuitScreen" and app.is_running
+        labels = " ".join(str(l.render()) for l in app.screen.query(Label))
+        assert "1 job(s) still running" in labels and "tui benchmark" in labels
+        await pilot.press("c")  # cancel: still running, nothing stopped
+        await pilot.pause()
+        assert app.is_running and job.running
+        await pilot.press("q", "s")  # stop & quit
+        await pilot.pause()
+    assert store.runs.get(job.run_id)["status"] in ("stopped", "failed")
+    assert not job.running
+
+
+async def test_synthesize_from_a_seed_says_when_synth_has_not_landed(seeded_store):
+    app = Workbench(store=seeded_store, poll_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        form = app.screen
+        assert type(form).__name__ == "SynthFormScreen"
+        assert form.query_one("#synth-backend", Select).value == "procedural"
+        if resolve_command(["synth"]) is None:
+            assert "has not landed" in str(form.query_one("#synth-missing", Label).render())
+            assert form.query_one("#start", Button).disabled
+            await pilot.press("escape")
+            return
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        job = next(iter(app.jobs.jobs.values()))
+        assert job.argv[:1] == ["synth"] and "--count" in job.argv
+        await wait_for(pilot, lambda: not job.running, timeout=300)
+        assert seeded_store.runs.get(job.run_id)["status"] == "done", job.log_path.read_text()[-2000:]
+        assert seeded_store.envs.count(seed_id="author-style") >= 1
+
+
+async def test_launch_form_builds_the_real_training_command(seeded_store):
+    app = Workbench(store=seeded_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await wait_for(pilot, lambda: app.current_mode == "training")
+        await pilot.press("l")
+        await pilot.pause()
+        form = app.screen
+        assert type(form).__name__ == "LaunchFormScreen"
+        text = str(form.query_one("#launch-command", Label).render())
+        if resolve_command(["train", "grpo"]) is None:
+            assert "has not landed" in text
+            return
+        assert "sandmle train grpo" in text and "--model tiny" in text and "--group-size 4" in text
+        assert "--env-split train" in text and "--steps 10" in text
+        form.query_one("#launch-envs").value = "env-a, env-b"
+        await pilot.pause()
+        text = str(form.query_one("#launch-command", Label).render())
+        assert "--env-ids env-a --env-ids env-b" in text
+        form.query_one("#launch-kind", Select).value = "eval"
+        await pilot.pause()
+        text = str(form.query_one("#launch-command", Label).render())
+        if resolve_command(["eval"]) is None:
+            assert "has not landed" in text and form.query_one("#start", Button).disabled
