@@ -15,7 +15,12 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 from .environment import EnvSpec, GradeSpec
 from .errors import SandmleError
@@ -130,3 +135,216 @@ def mean_sem(values: list[float]) -> tuple[float, float]:
         return m, 0.0
     var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
     return m, math.sqrt(var / len(values))
+
+
+# ------------------------------------------------------------------ running
+#: the rates reported, each a mean over environments per seed, then mean ± SEM over seeds
+RATES = ("any_medal", "gold", "silver", "bronze", "valid", "above_median", "human_rank", "reward")
+#: default turn budget per scaffold (react: model calls; aide: tree nodes; oneshot: one script)
+DEFAULT_TURNS = {"react": 15, "aide": 5, "oneshot": 1}
+
+
+@dataclass
+class EvalReport:
+    run_id: str
+    policy: str
+    scaffold: str
+    n_envs: int
+    rng_seeds: list[int]
+    n_episodes: int
+    summary: dict[str, dict[str, float]]  #: rate → {"mean", "sem"}
+    per_env: list[dict[str, Any]]
+    wall_s: float
+    status: str = "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def result_row(traj, scaffold: str) -> dict[str, Any]:
+    """The ``eval_results`` row of one trajectory."""
+    g = traj.grade or {}
+    return {"env_id": traj.env_id, "trajectory_id": traj.id, "policy": traj.policy, "scaffold": scaffold,
+            "rng_seed": traj.rng_seed, "score": g.get("score"), "valid": bool(g.get("valid_submission")),
+            "gold": bool(g.get("gold_medal")), "silver": bool(g.get("silver_medal")),
+            "bronze": bool(g.get("bronze_medal")), "above_median": bool(g.get("above_median")),
+            "human_rank": g.get("human_rank"), "reward": traj.reward}
+
+
+def _values(row: dict[str, Any]) -> dict[str, float]:
+    medal = bool(row["gold"] or row["silver"] or row["bronze"])
+    return {"any_medal": float(medal), "gold": float(bool(row["gold"])), "silver": float(bool(row["silver"])),
+            "bronze": float(bool(row["bronze"])), "valid": float(bool(row["valid"])),
+            "above_median": float(bool(row["above_median"])),
+            # an invalid submission ranks below every entry: HumanRank 0
+            "human_rank": float(row["human_rank"]) if row.get("human_rank") is not None else 0.0,
+            "reward": float(row.get("reward") or 0.0)}
+
+
+def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], list[dict[str, Any]]]:
+    """(summary: each rate as mean ± SEM over seeds, per-environment table)."""
+    by_seed: dict[Any, list[dict[str, float]]] = {}
+    by_env: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_seed.setdefault(r.get("rng_seed"), []).append(_values(r))
+        by_env.setdefault(r["env_id"], []).append(r)
+    summary: dict[str, dict[str, float]] = {}
+    for rate in RATES:
+        per_seed = [sum(v[rate] for v in vals) / len(vals) for vals in by_seed.values()]
+        m, s = mean_sem(per_seed)
+        summary[rate] = {"mean": m, "sem": s}
+    table = []
+    for env_id, env_rows in sorted(by_env.items()):
+        vals = [_values(r) for r in env_rows]
+        scores = [r["score"] for r in env_rows if r.get("score") is not None]
+        medals = {"gold": 0, "silver": 0, "bronze": 0}
+        for r in env_rows:
+            for m in medals:
+                medals[m] += int(bool(r[m]))
+        table.append({
+            "env_id": env_id, "episodes": len(env_rows), "valid": sum(v["valid"] for v in vals) / len(vals),
+            "any_medal": sum(v["any_medal"] for v in vals) / len(vals), **medals,
+            "mean_score": sum(scores) / len(scores) if scores else None,
+            "human_rank": sum(v["human_rank"] for v in vals) / len(vals),
+            "reward": sum(v["reward"] for v in vals) / len(vals),
+        })
+    return summary, table
+
+
+def _episode_in_process(args: tuple) -> dict[str, Any]:
+    """Worker of the process pool: its own store, policy and sandbox backend (kept between episodes)."""
+    store_path, env, policy_spec, scaffold, seed, run_id, kw = args
+    cache = _episode_in_process.__dict__.setdefault("cache", {})
+    if "store" not in cache:
+        from store import Store
+
+        cache["store"] = Store(store_path)
+    if policy_spec not in cache:
+        from .agents.policy import load_policy
+
+        cache[policy_spec] = load_policy(policy_spec)
+    if "backend" not in cache:
+        from .sandbox import get_backend
+
+        cache["backend"] = get_backend("local", store=cache["store"])
+    from .agents.rollout import run_episode
+
+    traj = run_episode(env, cache[policy_spec], scaffold=scaffold, sandbox=cache["backend"], store=cache["store"],
+                       run_id=run_id, rng_seed=seed, **kw)
+    return result_row(traj, scaffold)
+
+
+def run_parallel(fn: Callable[[Any], Any], items: list[Any], *, workers: int, kind: str = "thread",
+                 on_done: Callable[[Any], None] | None = None) -> list[Any]:
+    """Run ``fn`` over ``items`` concurrently (threads or spawned processes); results in completion order are
+    passed to ``on_done`` as they arrive and returned in the items' order."""
+    if kind == "thread":
+        pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="eval")
+    elif kind == "process":
+        import multiprocessing
+
+        pool = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=multiprocessing.get_context("spawn"))
+    else:
+        raise SandmleError(f"unknown executor kind {kind!r}; expected thread or process")
+    results: list[Any] = [None] * len(items)
+    try:
+        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            if on_done:
+                on_done(results[futures[fut]])
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return results
+
+
+def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",
+             rng_seeds: list[int] | tuple[int, ...] = (0,), max_turns: int | None = None,
+             step_timeout_s: float = 300, episode_timeout_s: float = 1200, reward: str = "milestone",
+             workers: int = 2, executor: str = "thread", name: str | None = None, parent_id: str | None = None,
+             progress: Callable[[int, int], None] | None = None) -> EvalReport:
+    """Evaluate ``policy`` (a spec string, or a Policy object with ``executor="thread"``) on every environment
+    with every seed. Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run."""
+    from .agents.policy import load_policy
+    from .agents.rollout import register_env, run_episode
+    from .agents.scaffolds import get_scaffold
+    from .sandbox import get_backend
+
+    get_scaffold(scaffold)
+    if not envs:
+        raise SandmleError("no environment to evaluate on")
+    seeds = [int(s) for s in rng_seeds]
+    turns = max_turns or DEFAULT_TURNS.get(scaffold, 15)
+    spec = policy if isinstance(policy, str) else None
+    if spec is None and executor != "thread":
+        raise SandmleError("a policy object can only be evaluated with the thread executor; pass a spec string")
+    policy_obj = load_policy(spec) if spec is not None and executor == "thread" else policy
+    label = getattr(policy_obj, "name", spec)
+    for env in envs:
+        register_env(store, env)
+    config = {"policy": label, "policy_spec": spec, "scaffold": scaffold, "envs": [e.id for e in envs],
+              "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
+              "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor}
+    run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
+    jobs = [(env, seed) for seed in seeds for env in envs]
+    kw = dict(max_turns=turns, step_timeout_s=step_timeout_s, episode_timeout_s=episode_timeout_s, reward=reward)
+    rows: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    local = threading.local()
+    backends: list[Any] = []
+    lock = threading.Lock()
+
+    def one(job: tuple[EnvSpec, int]) -> dict[str, Any]:
+        env, seed = job
+        if not hasattr(local, "backend"):
+            local.backend = get_backend("local", store=store)
+            with lock:
+                backends.append(local.backend)
+        traj = run_episode(env, policy_obj, scaffold=scaffold, sandbox=local.backend, store=store, run_id=run_id,
+                           rng_seed=seed, **kw)
+        return result_row(traj, scaffold)
+
+    def done(row: dict[str, Any]) -> None:
+        rows.append(row)
+        store.runs.add_eval_results(run_id, [row])
+        store.runs.heartbeat(run_id)
+        if progress:
+            progress(len(rows), len(jobs))
+
+    status = "done"
+    try:
+        if executor == "thread":
+            run_parallel(one, jobs, workers=workers, kind="thread", on_done=done)
+        else:
+            items = [(str(store.path), env, spec, scaffold, seed, run_id, kw) for env, seed in jobs]
+            run_parallel(_episode_in_process, items, workers=workers, kind="process", on_done=done)
+    except KeyboardInterrupt:
+        status = "stopped"
+        raise
+    except BaseException as exc:
+        status = "failed"
+        store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}",
+                          summary={"partial": aggregate(rows)[0] if rows else {}})
+        raise
+    finally:
+        for b in backends:
+            b.close()
+        if status == "stopped":
+            store.runs.finish(run_id, "stopped", summary={"partial": aggregate(rows)[0] if rows else {}},
+                              error="interrupted")
+    summary, table = aggregate(rows)
+    report = EvalReport(run_id=run_id, policy=label, scaffold=scaffold, n_envs=len(envs), rng_seeds=seeds,
+                        n_episodes=len(rows), summary=summary, per_env=table, wall_s=time.monotonic() - t0)
+    store.runs.finish(run_id, "done", summary={"summary": summary, "per_env": table, "n_episodes": len(rows),
+                                               "wall_s": report.wall_s})
+    return report
+
+
+def resolve_env(store, ref: str) -> EnvSpec:
+    """One environment: a stored id, an environment folder, or an MLE-bench competition folder."""
+    specs = select_envs(store, ref)
+    if len(specs) != 1:
+        raise SandmleError(f"{ref!r} names {len(specs)} environments; give exactly one")
+    return specs[0]

@@ -77,8 +77,11 @@ def grade(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
         bronze_threshold=th.bronze if th else None, median_threshold=th.median if th else None,
         submission_path=str(submission_path) if submission_path else None,
     )
-    if submission_path is None or not Path(submission_path).is_file():
+    if submission_path is None:
         report.error = "no submission.csv was produced"
+        return report
+    if not Path(submission_path).is_file():
+        report.error = f"{submission_path}: no such file"
         return report
     report.submission_exists = True
     if not env.answers.is_file():

@@ -19,6 +19,10 @@ COMMANDS = {
     "runs": "workbench.cli.runs:runs",
     "synth": "workbench.cli.synth:synth",
     "envs": "workbench.cli.envs:envs",
+    "grade": "workbench.cli.grade:grade",
+    "rollout": "workbench.cli.rollout:rollout",
+    "eval": "workbench.cli.eval:eval_",
+    "trajectories": "workbench.cli.trajectories:trajectories",
 }
 
 

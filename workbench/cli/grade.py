@@ -1,0 +1,43 @@
+"""`sandmle grade ENV SUBMISSION`: grade a submission file outside any sandbox (MLE-bench's report fields)."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, emit_json, pass_ctx
+
+
+@click.command()
+@click.argument("env")
+@click.argument("submission", type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print the grade report as JSON.")
+@pass_ctx
+def grade(ctx: Context, env: str, submission: str, as_json: bool) -> None:
+    """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench
+    competition folder. Exits 0 for a valid submission, 3 for an invalid one."""
+    from engine.eval import resolve_env
+    from engine.grading import grade as grade_fn
+
+    spec = resolve_env(ctx.store, env)
+    report = grade_fn(spec, submission)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        click.echo(format_report(report))
+    if not report.valid_submission:
+        raise SystemExit(3)
+
+
+def format_report(report) -> str:
+    if not report.valid_submission:
+        return f"{report.competition_id}: invalid submission: {report.error}"
+    direction = "lower is better" if report.is_lower_better else "higher is better"
+    lines = [f"{report.competition_id}: score {report.score:.6g} ({direction})"]
+    if report.gold_threshold is not None:
+        rank = f" · HumanRank {report.human_rank:.3f}" if report.human_rank is not None else ""
+        lines.append(f"  medal {report.medal or '-'} · above median {'yes' if report.above_median else 'no'}{rank}")
+        lines.append(f"  thresholds gold {report.gold_threshold:.6g} · silver {report.silver_threshold:.6g} · "
+                     f"bronze {report.bronze_threshold:.6g} · median {report.median_threshold:.6g}")
+    else:
+        lines.append("  no leaderboard: no medals")
+    return "\n".join(lines)

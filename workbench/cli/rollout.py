@@ -1,0 +1,56 @@
+"""`sandmle rollout`: one episode of a policy in an environment, stored turn by turn."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, emit_json, pass_ctx
+
+
+@click.command()
+@click.option("--env", "env_ref", required=True, help="Stored environment id, environment folder or MLE-bench folder.")
+@click.option("--policy", "policy_spec", default="scripted", show_default=True,
+              help="Policy spec: scripted[:skill=0.7], hf:PATH[,adapter=DIR], anthropic:MODEL, openai:MODEL.")
+@click.option("--scaffold", default="react", show_default=True, type=click.Choice(["react", "aide", "oneshot"]),
+              help="How the policy acts.")
+@click.option("--max-turns", type=int, help="Turn budget (react: model calls; aide: nodes). Default per scaffold.")
+@click.option("--seed", "rng_seed", type=int, default=0, show_default=True, help="RNG seed of the episode.")
+@click.option("--step-timeout", type=float, default=300, show_default=True, help="Seconds per code step.")
+@click.option("--episode-timeout", type=float, default=1200, show_default=True, help="Seconds per episode.")
+@click.option("--reward", default="milestone", show_default=True, help="Reward scheme: milestone, sparse, humanrank.")
+@click.option("--show", is_flag=True, help="Print every turn (text, code, observation).")
+@click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
+@pass_ctx
+def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_turns: int | None, rng_seed: int,
+            step_timeout: float, episode_timeout: float, reward: str, show: bool, as_json: bool) -> None:
+    """Run one episode and store the trajectory, its submission, grade report and reward."""
+    from engine.agents.policy import load_policy
+    from engine.agents.rollout import run_episode
+    from engine.eval import DEFAULT_TURNS, resolve_env
+    from engine.grading.rewards import get_scheme
+
+    get_scheme(reward)
+    env = resolve_env(ctx.store, env_ref)
+    policy = load_policy(policy_spec)
+    click.echo(f"rollout: {policy.name} · {scaffold} · {env.id}", err=True)
+    traj = run_episode(env, policy, scaffold=scaffold, store=ctx.store, rng_seed=rng_seed,
+                       max_turns=max_turns or DEFAULT_TURNS[scaffold], step_timeout_s=step_timeout,
+                       episode_timeout_s=episode_timeout, reward=reward)
+    if as_json:
+        emit_json(traj.to_dict())
+        return
+    if show:
+        for i, t in enumerate(traj.turns):
+            click.echo(f"--- [{i}] {t.role}" + (f" · {t.tool}" if t.tool else "")
+                       + ("" if t.well_formed is None else (" · well-formed" if t.well_formed else " · MALFORMED")))
+            click.echo(t.text if len(t.text) < 3000 else t.text[:1500] + "\n...\n" + t.text[-1500:])
+    g = traj.grade or {}
+    ending = "answered" if traj.terminated else ("timed out" if traj.timed_out else "out of turns")
+    click.echo(f"trajectory {traj.id}: {len(traj.turns)} turns · {ending} · {traj.wall_s:.1f}s "
+               f"(sandbox {traj.sandbox_s:.1f}s) · status {traj.status}")
+    if g.get("valid_submission"):
+        medal = next((m for m in ("gold", "silver", "bronze") if g.get(f"{m}_medal")), "-")
+        click.echo(f"  score {g['score']:.6g} · medal {medal} · above median {'yes' if g['above_median'] else 'no'}")
+    else:
+        click.echo(f"  invalid submission: {g.get('error')}")
+    click.echo(f"  reward {traj.reward:.3f} ({reward})" + (f" · error: {traj.error}" if traj.error else ""))

@@ -1,0 +1,71 @@
+"""`sandmle trajectories …`: list, show and export stored trajectories."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Context, emit_json, pass_ctx, table
+
+
+def _filters(run, env, policy, min_reward, limit=None):
+    return {"run_id": run, "env_id": env, "policy": policy, "min_reward": min_reward, "limit": limit}
+
+
+@click.group()
+def trajectories() -> None:
+    """Inspect and export trajectories (whole episodes with grade and reward)."""
+
+
+@trajectories.command("list")
+@click.option("--run", help="Only trajectories of this run.")
+@click.option("--env", help="Only trajectories of this environment.")
+@click.option("--policy", help="Only trajectories of this policy name.")
+@click.option("--min-reward", type=float, help="Only trajectories with at least this reward.")
+@click.option("--limit", type=int, default=50, show_default=True, help="At most this many rows.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def list_(ctx: Context, run, env, policy, min_reward, limit, as_json) -> None:
+    """List trajectories, oldest first."""
+    rows = ctx.store.trajectories.list(**_filters(run, env, policy, min_reward, limit))
+    if as_json:
+        emit_json(rows)
+        return
+    table([(r["id"], r["env_id"], r["policy"], r["scaffold"], r["n_turns"], r["status"],
+            "-" if r["reward"] is None else f"{r['reward']:.3f}",
+            "valid" if (r["grade"] or {}).get("valid_submission") else "invalid") for r in rows],
+          ["id", "env", "policy", "scaffold", "turns", "status", "reward", "submission"])
+
+
+@trajectories.command("show")
+@click.argument("trajectory_id")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def show(ctx: Context, trajectory_id: str, as_json: bool) -> None:
+    """Show one trajectory turn by turn."""
+    row = ctx.store.trajectories.get(trajectory_id)
+    if as_json:
+        emit_json(row)
+        return
+    click.echo(f"{row['id']} · {row['env_id']} · {row['policy']} · {row['scaffold']} · reward {row['reward']:.3f}")
+    for t in row["turns"]:
+        click.echo(f"--- [{t['idx']}] {t['role']}" + (f" · {t['tool']}" if t["tool"] else ""))
+        click.echo(t["text"])
+
+
+@trajectories.command("export")
+@click.argument("out", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), help="Default: from the file suffix.")
+@click.option("--run", help="Only trajectories of this run.")
+@click.option("--env", help="Only trajectories of this environment.")
+@click.option("--policy", help="Only trajectories of this policy name.")
+@click.option("--min-reward", type=float, help="Only trajectories with at least this reward.")
+@click.option("--valid-only", is_flag=True, help="Only trajectories whose submission was valid.")
+@click.option("--tokens", is_flag=True, help="Include per-message token ids (hf policies).")
+@pass_ctx
+def export(ctx: Context, out, fmt, run, env, policy, min_reward, valid_only, tokens) -> None:
+    """Export trajectories as an HF-datasets-compatible JSONL or Parquet file (chat `messages` + outcomes)."""
+    from engine.agents.export import export_trajectories
+
+    n = export_trajectories(ctx.store, out, fmt=fmt, with_tokens=tokens, only_valid=valid_only,
+                            **_filters(run, env, policy, min_reward))
+    click.echo(f"wrote {n} trajectories to {out}")
