@@ -95,3 +95,34 @@ def test_unknown_backend_and_bad_source(store, tmp_path):
         get_backend("nope")
     with get_backend("local", store=store, warm=False) as b, pytest.raises(SandboxError, match="not a folder"):
         b.open(tmp_path / "missing")
+
+
+@needs_ns
+def test_workspace_of_a_killed_process_is_swept(tmp_path):
+    """A process killed before it closed its workspace leaves a mounted tmpfs; the next backend removes it."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = (f"import os\nfrom engine.sandbox import get_backend\n"
+            f"ws = get_backend('local', root={str(tmp_path)!r}, warm=False).open(None)\n"
+            "print(ws.holder, flush=True)\nos.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    holder = __import__("pathlib").Path(out)
+    assert holder.is_dir() and os.path.ismount(holder)
+    with get_backend("local", root=tmp_path, warm=False):
+        assert not holder.exists() and not os.path.ismount(holder)
+
+
+@needs_ns
+def test_warm_worker_that_dies_is_restarted(backend):
+    with backend.open() as ws:
+        first = ws.run_python("print(1)")
+        worker = backend.warm_worker()
+        worker.proc.kill()
+        worker.proc.wait()
+        second = ws.run_python("print(2)")
+    assert first.isolation["warm"] and second.status == "ok" and second.stdout_tail == "2\n"
+    assert second.isolation["warm"] is True and backend.warm_worker() is not worker  # a fresh worker took over

@@ -1,14 +1,16 @@
 """`sandmle bench sandbox`: what the sandbox costs per step. An empty step and a pandas+sklearn step, bare
 (``python`` with no sandbox) versus the local backend cold (jail launcher + exec) and warm (a fork of a worker with
-pandas/sklearn imported), and the Docker backend where a daemon answers. Overhead = sandboxed wall time minus the
-bare ``python -c pass`` wall time (for warm: the whole step, since it starts no interpreter)."""
+pandas/sklearn imported), and the Docker backend where a daemon answers. Overhead of an empty step = sandboxed wall
+time minus the bare ``python -c pass`` wall time (for warm: the whole step, counted in full, since it starts no
+interpreter); of the pandas+sklearn step = sandboxed minus the same step run bare."""
 
 from __future__ import annotations
 
-import statistics
+import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 from . import BenchResult
@@ -42,7 +44,7 @@ def _bare(code: str) -> Callable[[], float]:
 
     def once() -> float:
         t = time.perf_counter()
-        subprocess.run([py, "-c", code], check=True, stdout=subprocess.DEVNULL, env=run_env(__import__("pathlib").Path("/tmp")))
+        subprocess.run([py, "-c", code], check=True, stdout=subprocess.DEVNULL, env=run_env(Path("/tmp")))
         return time.perf_counter() - t
 
     return once
@@ -74,7 +76,7 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
     from ..sandbox import get_backend
     from ..sandbox.features import detect
 
-    n_empty, n_ml = (5, 3) if quick else (40, 10)
+    n_empty, n_ml = (3, 1) if quick else (40, 10)
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
     feats = detect()
@@ -94,13 +96,14 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
             rows.append(r)
         else:
             notes.append(f"warm worker unavailable here: {backend._warm_error}")
-        bare_ml = _times(_bare(ML_STEP), n_ml)
+        bare_ml = _times(_bare(ML_STEP), n_ml, warmup=0 if quick else 1)
+        ref_ml = _pct(bare_ml, 0.5) * 1000  # ML rows: against the same step run bare (negative = faster)
         rows.append(_row("pandas+sklearn step", "bare python", bare_ml, None, "none"))
-        cold_ml = _times(_sandboxed(ws, ML_STEP, warm=False), n_ml)
-        rows.append(_row("pandas+sklearn step", "local cold", cold_ml, ref, iso))
+        cold_ml = _times(_sandboxed(ws, ML_STEP, warm=False), n_ml, warmup=0 if quick else 1)
+        rows.append(_row("pandas+sklearn step", "local cold", cold_ml, ref_ml, iso))
         if warm_ok:
             warm_ml = _times(_sandboxed(ws, ML_STEP, warm=True), n_ml, warmup=2)
-            rows.append(_row("pandas+sklearn step", "local warm", warm_ml, 0.0, iso + " + warm"))
+            rows.append(_row("pandas+sklearn step", "local warm", warm_ml, ref_ml, iso + " + warm"))
     docker_note = _docker_rows(store, rows, ref, n_empty)
     if docker_note:
         notes.append(docker_note)
@@ -114,7 +117,9 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
     if ("pandas+sklearn step", "local warm") in by:
         c, w = by[("pandas+sklearn step", "local cold")], by[("pandas+sklearn step", "local warm")]
         summary["ml_step_cold_over_warm"] = round(c["p50_ms"] / max(w["p50_ms"], 1e-6), 1)
-    notes.append(f"{sys.platform}, {__import__('os').cpu_count()} CPUs; machine load affects absolute figures")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    notes.append(f"{sys.platform}, {os.cpu_count()} CPUs, load average {load} at the end: absolute figures scale "
+                 "with load (compare rows within one run)")
     return BenchResult(name="sandbox", rows=rows, summary=summary, notes=notes)
 
 

@@ -101,6 +101,12 @@ def _bind(root: str, src: str, *, writable: bool = False, dest: str | None = Non
 
 def _build_root(spec: dict) -> None:
     """In a fresh mount namespace: a tmpfs root with only what the run needs, then pivot_root into it."""
+    _root_common(spec)
+    _root_finish(spec)
+
+
+def _root_common(spec: dict) -> None:
+    """The part of the private root that is the same for every run (a warm spare builds it ahead of time)."""
     root = spec["root_dir"]
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("sandmle", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
@@ -115,6 +121,11 @@ def _build_root(spec: dict) -> None:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{root}/dev/{name}")
+
+
+def _root_finish(spec: dict) -> None:
+    """The run's own part: sized /tmp and /dev/shm, its workspace, then pivot_root and a read-only root."""
+    root = spec["root_dir"]
     tmp_mb = int(spec.get("tmp_mb", 256))
     for tmp in ("/dev/shm", "/tmp"):
         os.makedirs(root + tmp, exist_ok=True)
@@ -283,7 +294,14 @@ def clone_into_namespaces() -> int:
     return pid
 
 
-def enter_cloned(spec: dict) -> dict:
+def prepare_spare(common: dict) -> None:
+    """In a child made by :func:`clone_into_namespaces`, before its run is known: build the common part of the
+    private root, so that a request only has to add the workspace (the warm worker keeps one such spare)."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    _root_common(common)
+
+
+def enter_cloned(spec: dict, *, prepared: bool = False) -> dict:
     """In a child made by :func:`clone_into_namespaces` (the warm worker): confine and become the payload.
 
     The payload is pid 1 of its namespace, so when it exits every process it started goes with it; its parent
@@ -293,7 +311,10 @@ def enter_cloned(spec: dict) -> dict:
             f.write("0")
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _redirect(spec)
-    _build_root(spec)
+    if prepared:
+        _root_finish(spec)
+    else:
+        _build_root(spec)
     _close_fds(set())
     _payload_setup(spec)
     return {"cgroups": bool(spec.get("cgroup_procs")), "net": True, "pid": True, "mount": True, "ipc": True,

@@ -53,6 +53,7 @@ class LocalWorkspace(Workspace):
         self.path = holder / "work"
         self.label = label
         self.quota = quota
+        self.mounted_at = time.time() if quota else 0.0  # a warm spare cloned before this cannot see the mount
         self._closed = False
         # a workspace nobody closed is still unmounted and removed (when collected, or at interpreter exit)
         self._finalizer = weakref.finalize(self, _remove_workspace, holder, quota)
@@ -107,6 +108,27 @@ class LocalWorkspace(Workspace):
         if not self._closed:
             self._closed = True
             self._finalizer()
+
+
+def _owner_tag(pid: int) -> str:
+    """pid and start time (so a reused pid does not pass for the owner)."""
+    try:
+        start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        start = "?"
+    return f"{pid} {start}"
+
+
+def _sweep_stale(work_root: Path) -> None:
+    """Unmount and remove workspaces whose owning process is gone (killed before it could close them)."""
+    for holder in work_root.glob("ws-*"):
+        try:
+            tag = (holder / ".owner").read_text().strip()
+            pid = int(tag.split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        if _owner_tag(pid) != tag:
+            _remove_workspace(holder, os.path.ismount(holder))
 
 
 def _remove_workspace(holder: Path, quota: bool) -> None:
@@ -181,6 +203,7 @@ class LocalBackend(SandboxBackend):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.work_root = base / "workspaces"
         self.work_root.mkdir(parents=True, exist_ok=True)
+        _sweep_stale(self.work_root)
         self._warm_worker = None
         self._warm_lock = threading.Lock()
         self._warm_error: str | None = None
@@ -205,6 +228,7 @@ class LocalBackend(SandboxBackend):
             else:
                 ws.path.mkdir()
             (holder / ".root").mkdir()
+            (holder / ".owner").write_text(_owner_tag(os.getpid()))
             self._give(ws.path)
         except BaseException:
             ws.close()
@@ -357,7 +381,7 @@ class LocalBackend(SandboxBackend):
         handle = None
         if worker is not None:
             try:
-                handle = worker.start(run_id, spec, script)
+                handle = worker.start(run_id, spec, script, mounted_at=ws.mounted_at)
             except Exception as exc:  # the worker died: run cold, say so
                 warnings.append(f"warm worker failed ({exc}); ran cold")
                 handle = None

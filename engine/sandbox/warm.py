@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import select
+import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -23,10 +25,14 @@ class WarmError(SandboxError):
 
 class WarmWorker:
     def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0):
+        from .features import ro_binds
         from .local import venv_python  # the interpreter by the path the jail mounts (not a symlinked venv's)
 
         self.imports = list(imports)
-        self.proc = subprocess.Popen([venv_python(), "-s", str(ZYGOTE), ",".join(self.imports)],
+        # the common part of every run's private root, which the worker's spare builds ahead of time
+        self._root_dir = tempfile.mkdtemp(prefix="sandmle-warm-")
+        common = {"root_dir": self._root_dir, "ro_binds": ro_binds()}
+        self.proc = subprocess.Popen([venv_python(), "-s", str(ZYGOTE), ",".join(self.imports), json.dumps(common)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/", start_new_session=True, close_fds=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], start_timeout_s)
@@ -72,7 +78,7 @@ class WarmWorker:
     def alive(self) -> bool:
         return not self._dead and self.proc.poll() is None
 
-    def start(self, run_id: str, spec: dict[str, Any], script: str):
+    def start(self, run_id: str, spec: dict[str, Any], script: str, *, mounted_at: float = 0.0):
         """Fork a confined child for one run; returns a handle the backend watches like a cold one."""
         from .local import _Handle
 
@@ -82,7 +88,8 @@ class WarmWorker:
                 raise WarmError("the warm worker has exited")
             self._pending[run_id] = slot
             try:
-                self.proc.stdin.write((json.dumps({"run_id": run_id, "spec": spec, "script": script}) + "\n").encode())
+                self.proc.stdin.write((json.dumps({"run_id": run_id, "spec": spec, "script": script,
+                                                "mounted_at": mounted_at}) + "\n").encode())
                 self.proc.stdin.flush()
             except (BrokenPipeError, OSError) as exc:
                 self._pending.pop(run_id, None)
@@ -103,3 +110,4 @@ class WarmWorker:
             self.proc.wait()
         if self.proc.stdout:
             self.proc.stdout.close()
+        shutil.rmtree(self._root_dir, ignore_errors=True)

@@ -13,6 +13,7 @@ import os
 import selectors
 import signal
 import sys
+import time
 
 if __package__:
     from . import jail
@@ -72,14 +73,15 @@ def _payload(spec: dict, script: str) -> int:
     return code
 
 
-def _child(request: dict) -> None:
+def _child(request: dict, *, prepared: bool = False) -> None:
     code = 127
     try:
-        os.setsid()
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if not prepared:
+            os.setsid()
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         spec = request["spec"]
-        jail.enter_cloned(spec)
+        jail.enter_cloned(spec, prepared=prepared)
         code = _payload(spec, request["script"])
     except BaseException as exc:
         try:
@@ -87,6 +89,82 @@ def _child(request: dict) -> None:
         except OSError:
             pass
     os._exit(code)
+
+
+def _spare_main(ctl: int, common: dict) -> None:
+    """A spare: a fresh clone in its own namespaces with the common root built, waiting for its one run."""
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        jail.prepare_spare(common)
+    except BaseException:
+        os._exit(126)
+    chunks = []
+    while True:
+        chunk = os.read(ctl, 1 << 16)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(ctl)
+    if not chunks:
+        os._exit(0)
+    request = json.loads(b"".join(chunks))
+    request["spec"]["root_dir"] = common["root_dir"]
+    _child(request, prepared=True)
+
+
+class Spares:
+    """Keeps one spare ready: the clone and the common mounts happen while the previous run is going."""
+
+    def __init__(self, common: dict | None):
+        self.common = common
+        self.spare: tuple[int, int] | None = None  # pid, write end of its control pipe
+        self.made_at = 0.0
+        self.broken = common is None
+
+    def make(self) -> None:
+        if self.broken or self.spare is not None:
+            return
+        r, w = os.pipe()
+        self.made_at = time.time()
+        try:
+            pid = jail.clone_into_namespaces()
+        except OSError:
+            os.close(r)
+            os.close(w)
+            self.broken = True
+            return
+        if pid == 0:
+            os.close(w)
+            _spare_main(r, self.common)
+        os.close(r)
+        self.spare = (pid, w)
+
+    def take(self, request: dict) -> int | None:
+        """Hand the request to the spare; its pid, or None (the caller then clones afresh)."""
+        if self.spare is None or request["spec"].get("ro_binds") != self.common.get("ro_binds"):
+            return None
+        pid, w = self.spare
+        self.spare = None
+        if self.made_at <= request.get("mounted_at", 0.0):
+            # the spare's mount namespace is a copy from before the workspace was mounted: it cannot see it
+            os.close(w)  # the spare reads EOF and exits
+            return None
+        data = json.dumps(request).encode()
+        try:
+            while data:
+                data = data[os.write(w, data):]
+        except OSError:
+            return None
+        finally:
+            os.close(w)
+        return pid
+
+    def lost(self, pid: int) -> None:
+        if self.spare is not None and self.spare[0] == pid:
+            os.close(self.spare[1])
+            self.spare = None
 
 
 def main() -> None:
@@ -108,8 +186,12 @@ def main() -> None:
     sel = selectors.DefaultSelector()
     sel.register(0, selectors.EVENT_READ, "req")
     sel.register(rfd, selectors.EVENT_READ, "chld")
-    children: dict[int, str] = {}
-    _emit({"event": "ready", "base_vm_mb": vm_kb // 1024 + 1, "errors": errors, "pid": os.getpid()})
+    children: dict[int, dict] = {}
+    common = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    spares = Spares(common)
+    spares.make()
+    _emit({"event": "ready", "base_vm_mb": vm_kb // 1024 + 1, "errors": errors, "pid": os.getpid(),
+           "spares": not spares.broken})
     buf = b""
     while True:
         for key, _ in sel.select():
@@ -131,13 +213,16 @@ def main() -> None:
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
                     request = json.loads(line)
-                    pid = jail.clone_into_namespaces()
-                    if pid == 0:
-                        _child(request)
+                    pid = spares.take(request)
+                    if pid is None:
+                        pid = jail.clone_into_namespaces()
+                        if pid == 0:
+                            _child(request)
                     children[pid] = request
                     request["status_fd"] = os.open(request["spec"]["status"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
                                                    0o600)
                     _emit({"event": "started", "run_id": request["run_id"], "pid": pid})
+                    spares.make()  # the next run's clone, while this one runs
             while children:
                 try:
                     pid, wstatus, ru = os.wait4(-1, os.WNOHANG)
@@ -147,6 +232,7 @@ def main() -> None:
                     break
                 request = children.pop(pid, None)
                 if request is None:
+                    spares.lost(pid)
                     continue
                 code = os.waitstatus_to_exitcode(wstatus)
                 jail._write_status(request["status_fd"], {

@@ -1,0 +1,24 @@
+"""`sandmle bench sandbox --quick` produces every row and headline figure (a smoke run, not a timed test)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.mark.slow
+def test_bench_sandbox_quick_writes_its_rows(run_cli, tmp_path):
+    r = run_cli("bench", "sandbox", "--quick", "--json", "--out", str(tmp_path))
+    assert r.code == 0, r.err
+    data = json.loads((tmp_path / "sandbox.json").read_text())
+    modes = {(row["case"], row["mode"]) for row in data["rows"]}
+    assert {("empty step", "bare python -c pass"), ("empty step", "local cold"),
+            ("pandas+sklearn step", "bare python"), ("pandas+sklearn step", "local cold")} <= modes
+    for row in data["rows"]:
+        assert row["p50_ms"] > 0 and row["p90_ms"] >= row["p50_ms"]
+    assert data["summary"]["bare_python_p50_ms"] > 0
+    if ("empty step", "local warm") in modes:
+        assert isinstance(data["summary"]["target_met"], bool)
+        assert data["summary"]["ml_step_cold_over_warm"] > 1  # warm skips the ~1 s import
+    assert any("docker" in n for n in data["notes"]) or ("empty step", "docker") in modes
