@@ -34,5 +34,9 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# The README's screenshots of the workbench (SVG + text capture) on the demo store.
+screenshots: setup
+	$(BIN)/python -m workbench.screenshots docs/screenshots
+
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

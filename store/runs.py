@@ -93,13 +93,22 @@ class Runs(Repo):
             db.conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (stamp, run_id))
 
     def metrics(self, run_id: str, names: Iterable[str] | None = None) -> dict[str, list[tuple[int, float]]]:
-        rows = self.store.query("SELECT step, name, value FROM metrics WHERE run_id = ? ORDER BY step", (run_id,))
         wanted = set(names) if names is not None else None
+        if wanted is not None:
+            marks = ",".join("?" * len(wanted))
+            rows = self.store.query(f"SELECT step, name, value FROM metrics WHERE run_id = ? AND name IN ({marks}) "
+                                    "ORDER BY step", (run_id, *sorted(wanted)))
+        else:
+            rows = self.store.query("SELECT step, name, value FROM metrics WHERE run_id = ? ORDER BY step", (run_id,))
         out: dict[str, list[tuple[int, float]]] = {}
         for r in rows:
             if wanted is None or r["name"] in wanted:
                 out.setdefault(r["name"], []).append((r["step"], r["value"]))
         return out
+
+    def metric_points(self, run_id: str) -> int:
+        """How many metric values a run has (a cheap "did anything change?" for live views)."""
+        return self.store.query("SELECT COUNT(*) AS n FROM metrics WHERE run_id = ?", (run_id,))[0]["n"]
 
     def last_step(self, run_id: str) -> int | None:
         row = self.store.query("SELECT MAX(step) AS s FROM metrics WHERE run_id = ?", (run_id,))[0]

@@ -73,8 +73,9 @@ class Workbench(App):
     def on_mount(self) -> None:
         import threading
 
-        # pandas takes ~0.7 s to import: do it now, off the UI thread, before a dataset preview needs it
-        threading.Thread(target=__import__, args=("pandas",), daemon=True).start()
+        # pandas (~0.7 s) and pygments' lexers take long to import: do it now, off the UI thread, before a
+        # dataset preview or a highlighted description needs them
+        self.set_timer(1.0, threading.Thread(target=_prewarm, daemon=True).start)
         self._theme_ready = True
         self.switch_mode("seeds")
         self.set_interval(self.poll_s, self.poll_jobs)
@@ -188,6 +189,16 @@ class Workbench(App):
             await self.screen.run_action(action)
 
         self.call_later(go)
+
+
+def _prewarm() -> None:
+    import importlib
+
+    for name in ("pandas", "pygments.lexers.python", "pygments.lexers.shell"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
 
 
 def run_app(store) -> None:

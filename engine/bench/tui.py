@@ -78,30 +78,43 @@ def build_store(folder: Path, n_envs: int, n_log_lines: int) -> dict:
     return {"envs_build_s": envs_s, "log_write_s": log_s, "log_mb": log.stat().st_size / 1e6}
 
 
-def run(store=None, quick: bool = False, **_: object) -> BenchResult:
+def run(store=None, quick: bool = False, repeats: int = 3, **_: object) -> BenchResult:
+    """Median over ``repeats`` fresh app processes (the machine is shared and noisy)."""
+    import statistics
+
     n_envs, n_lines = (1_000, 100_000) if quick else (10_000, 1_000_000)
+    repeats = 1 if quick else repeats
     folder = Path(tempfile.mkdtemp(prefix="sandmle-bench-tui-"))
     try:
         built = build_store(folder, n_envs, n_lines)
         root = Path(__file__).resolve().parent.parent.parent
         env = dict(os.environ, SANDMLE_HOME=str(folder), SANDMLE_CONFIG=str(folder / "config.toml"),
                    PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
-        out = subprocess.run([sys.executable, "-m", "workbench.firstpaint", "--db", str(folder / "sandmle.db"),
-                              "--env", "env-000000"], capture_output=True, text=True, env=env, timeout=600)
-        if out.returncode != 0:
-            raise RuntimeError(f"workbench.firstpaint failed: {out.stderr.strip()[-2000:]}")
-        measured = json.loads(out.stdout.strip().splitlines()[-1])
+        runs = []
+        load = os.getloadavg()[0]
+        for _ in range(repeats):
+            out = subprocess.run([sys.executable, "-m", "workbench.firstpaint", "--db", str(folder / "sandmle.db"),
+                                  "--env", "env-000000"], capture_output=True, text=True, env=env, timeout=600)
+            if out.returncode != 0:
+                raise RuntimeError(f"workbench.firstpaint failed: {out.stderr.strip()[-2000:]}")
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    rows = [{"screen": m["screen"], "first_paint_s": round(m["first_paint_s"], 3), "target_s": TARGET_S,
-             "ok": m["first_paint_s"] < TARGET_S} for m in measured]
+    rows = []
+    for i, first in enumerate(runs[0]):
+        times = [r[i]["first_paint_s"] for r in runs]
+        median = statistics.median(times)
+        rows.append({"screen": first["screen"], "first_paint_s": round(median, 3), "min_s": round(min(times), 3),
+                     "target_s": TARGET_S, "ok": median < TARGET_S})
     worst = max(rows, key=lambda r: r["first_paint_s"])
     return BenchResult(
         name="tui", rows=rows,
         summary={"environments": n_envs, "log_lines": n_lines, "log_mb": round(built["log_mb"], 1),
+                 "repeats": repeats, "load_avg_1m_before": round(load, 2),
                  "worst_screen": worst["screen"], "worst_first_paint_s": worst["first_paint_s"],
                  "target_s": TARGET_S, "all_under_target": all(r["ok"] for r in rows)},
-        notes=["first paint = from switching to the screen until its data is on screen (80x24, headless)",
+        notes=["first paint = from switching to the screen until its data is on screen (80x24, headless); "
+               "median (and min) over fresh app processes",
                "the app start row includes building the app and mounting the first screen",
                "the sandbox screen opens the newest run's log: the 1,000,000-line file is indexed in a thread"],
     )

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from ..jobs import LAUNCHER, build_argv, pid_alive, resolve_command, stop_pid
-from ..widgets.metric_curves import MetricCurves
+from ..widgets.metric_curves import CURVES, MetricCurves
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, fmt_time, selected_key
 from .launch_form import COMMANDS, LaunchFormScreen
@@ -100,8 +100,7 @@ class TrainingScreen(BaseScreen):
                 self.curves.show({}, "")
                 self._points = 0
             return
-        series = self.store.runs.metrics(run["id"])
-        points = sum(len(v) for v in series.values())
+        points = self.store.runs.metric_points(run["id"])
         fresh = self.store.runs.get(run["id"])
         if fresh["status"] != run["status"]:
             self.runs[run["id"]] = fresh
@@ -114,7 +113,7 @@ class TrainingScreen(BaseScreen):
                     + (f" · [red]{run['error'][:60]}[/]" if run.get("error") else ""))
         if points != self._points:
             self._points = points
-            self.curves.show(series, run["id"][:16])
+            self.curves.show(self.store.runs.metrics(run["id"], CURVES), run["id"][:16])
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._points = -1

@@ -7,6 +7,16 @@ from textual_plotext import PlotextPlot
 #: the curves shown, in order, with their plotext colours
 CURVES = {"reward_mean": "cyan", "medal_rate": "yellow", "valid_rate": "green", "loss": "red"}
 VIEWS = ("rates", "loss", "all")
+MAX_POINTS = 240  # a terminal is at most a few hundred braille dots wide: thin long series before drawing
+
+
+def thin(points: list[tuple[int, float]], limit: int = MAX_POINTS) -> list[tuple[int, float]]:
+    """Every k-th point (first and last kept) so that at most ``limit`` remain."""
+    if len(points) <= limit:
+        return points
+    step = -(-len(points) // limit)
+    out = points[::step]
+    return out if out[-1] == points[-1] else out + [points[-1]]
 
 
 class MetricCurves(PlotextPlot):
@@ -48,7 +58,7 @@ class MetricCurves(PlotextPlot):
         if not names:
             plt.title(f"{self.plot_title} · no {self.view} points yet" if self.plot_title else "no run selected")
         for name in names:
-            steps, values = zip(*self.series[name])
+            steps, values = zip(*thin(self.series[name]))
             plt.plot(list(steps), list(values), label=name, color=CURVES[name], marker="braille")
         if self.view == "rates" and names:
             plt.ylim(0, 1)
