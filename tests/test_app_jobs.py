@@ -110,3 +110,45 @@ async def test_launch_form_builds_the_real_training_command(seeded_store):
         text = str(form.query_one("#launch-command", Label).render())
         if resolve_command(["eval"]) is None:
             assert "has not landed" in text and form.query_one("#start", Button).disabled
+
+
+@pytest.mark.slow
+async def test_launch_a_tiny_grpo_run_and_see_its_first_metric_point(store):
+    from workbench.demo import populate
+
+    if resolve_command(["train", "grpo"]) is None:
+        pytest.skip("`sandmle train grpo` has not landed")
+    populate(store)
+    app = Workbench(store=store, poll_s=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("4")
+        await wait_for(pilot, lambda: app.current_mode == "training" and app.screen.ready)
+        await pilot.press("l")
+        await pilot.pause()
+        form = app.screen
+        form.query_one("#launch-steps").value = "1"
+        form.query_one("#launch-group_size").value = "2"
+        form.query_one("#launch-extra").value = "--envs-per-step 1 --max-turns 2 --max-new-tokens 32"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        job = next(iter(app.jobs.jobs.values()))
+        assert job.argv[:2] == ["train", "grpo"] and "--steps" in job.argv and "--max-turns" in job.argv
+
+        def new_runs():
+            return [r for r in store.runs.list(kind="grpo") if r["id"] != "grpo-demo"
+                    and (r.get("config") or {}).get("launcher") != "workbench"]
+
+        await wait_for(pilot, lambda: new_runs() and store.runs.metric_points(new_runs()[0]["id"]) > 0,
+                       timeout=240)
+        run_id = new_runs()[0]["id"]
+        await wait_for(pilot, lambda: not job.running, timeout=120)
+        assert store.runs.get(job.run_id)["status"] == "done", job.log_path.read_text()[-2000:]
+        # the new run is on the Training screen, with its reward point on the curves
+        app.screen.reload()
+        table = app.screen.query_one("#runs-table", DataTable)
+        keys = [row.value for row in table.rows]
+        assert run_id in keys
+        table.move_cursor(row=keys.index(run_id))
+        curves = app.screen.query_one("#run-curves")
+        await wait_for(pilot, lambda: len(curves.series.get("reward_mean", [])) == 1)

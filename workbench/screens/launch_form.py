@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -25,7 +27,8 @@ ALIASES = {
 }
 SPLITS = ("train", "heldout", "all")
 FIELDS = [("model", "model", "tiny"), ("adapter", "adapter", ""), ("envs", "environments", "train"),
-          ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", "local")]
+          ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", "local"),
+          ("extra", "more options", "")]
 
 
 def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str], bool]:
@@ -36,6 +39,7 @@ def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str],
     accepted = command_options(path)
     mapped, missing = {}, []
     values = dict(values)
+    extra = values.pop("extra", "")
     envs = values.get("envs", "")
     if envs and envs not in SPLITS:  # a list of environment ids rather than a split
         values["env_ids"] = [e.strip() for e in envs.split(",") if e.strip()]
@@ -51,6 +55,10 @@ def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str],
     if "json" in accepted:
         mapped["json"] = True
     argv, _ = build_argv(path, mapped)
+    try:
+        argv += shlex.split(extra)
+    except ValueError:
+        missing.append("more options (unbalanced quotes)")
     return argv, missing, True
 
 
