@@ -79,7 +79,7 @@ def test_env_reset_step_close_terminated_vs_truncated(env, tmp_path):
     assert "widget pass inspection" in task and info["n_val"] == 24 and info["n_train"] == 96 and info["score_tool"]
     r = e.step(ToolCall("python", {"code": "import os; print(sorted(os.listdir('.')), sorted(os.listdir('val')))"}))
     assert "'description.md'" in r.observation and "'submission.csv'" not in r.observation and "answers" not in r.observation
-    assert "['sample_submission.csv', 'test.csv', 'train.csv']" in r.observation
+    assert "['description.md', 'sample_submission.csv', 'test.csv', 'train.csv']" in r.observation
     assert not r.terminated and not r.truncated and r.reward == 0.0
     r = e.step(ToolCall("score", {}))
     assert "no val/submission.csv yet" in r.observation and r.info["val_score"] is None
@@ -151,16 +151,18 @@ def test_react_scripted_episode_earns_a_medal_and_is_stored(env, store):
 def test_scripted_policy_is_deterministic_and_skill_changes_plans(env):
     from engine.agents.policies.scripted import ScriptedPolicy
 
-    first = [Message("system", "... <tool_call> ... at most 15 turns"), Message("user", "task A")]
+    first = [Message("system", "... <tool_call> ... at most 15 turns"), Message("user", "task A\n# Validation\nval/")]
     a = ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
     assert a == ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
     summary = 'SUMMARY {"modality": "text", "task": "proba", "rows": 100}'
     second = first + [Message("assistant", a), Message("tool", "[exit 0 · ok · 1s]\n" + summary)]
     expert = ScriptedPolicy(skill=1.0).act(second, rng_seed=5).text
-    assert "plan: linear,forest" in expert and "# strategy: linear" in expert
-    plans = {ScriptedPolicy(skill=0.0, seed=s).act(second, rng_seed=5).text.split("plan: ")[1].split(".")[0]
+    assert "plan: blend/words+chars/rich/chars,linear/words+chars/rich/chars." in expert
+    assert "# strategy: blend/words+chars/rich/chars" in expert and "os.chdir('val')" in expert
+    assert "open('solution.py', 'w')" in expert  # the reference template, written once
+    plans = {ScriptedPolicy(skill=0.0, seed=s).act(second, rng_seed=5).text.split("plan: ")[1].split(". ")[0]
              for s in range(12)}
-    assert len(plans) >= 3 and all("," not in p for p in plans)  # random single strategies, no validation
+    assert len(plans) >= 4 and all("," not in p for p in plans)  # random single strategies, no validation
 
 
 def test_scripted_weak_policy_can_fail_to_medal(env):
@@ -175,6 +177,7 @@ def test_aide_and_oneshot_scaffolds_with_the_scripted_policy(env, store):
     journal = aide.state["journal"]
     assert [n["stage"] for n in journal][:2] == ["draft", "draft"] and len(journal) == 4
     assert aide.terminated and aide.grade["valid_submission"] and aide.grade["any_medal"]
+    assert "# strategy: blend/words+chars/rich/chars" in journal[0]["code"]
     best = max((n for n in journal if not n["buggy"]), key=lambda n: n["metric"])
     assert best["metric"] is not None
     one = run_episode(env, load_policy("scripted"), scaffold="oneshot", store=store, rng_seed=0)
@@ -209,3 +212,18 @@ def test_a_failing_policy_ends_its_episode_with_status_error(env, store):
 def test_trajectory_rows_hold_json_friendly_fields(env):
     traj = run_episode(env, load_policy("scripted:strategy=linear"), scaffold="oneshot")
     json.dumps(traj.to_dict())
+
+
+@pytest.mark.slow
+def test_react_scripted_episode_earns_a_medal_on_a_synthesized_environment(seeded_store):
+    from engine.synthesis.pipeline import synthesize
+
+    report = synthesize(seeded_store, "tabular-binary-manufacturing", 1, rng_seed=7)
+    assert report.verified, report.to_dict()
+    env = EnvSpec.from_store(seeded_store, report.verified[0].env_id)
+    assert env.leaderboard and env.thresholds
+    traj = run_episode(env, load_policy("scripted"), scaffold="react", store=seeded_store, rng_seed=0)
+    g = traj.grade
+    assert traj.terminated and g["valid_submission"] and g["any_medal"], g
+    assert traj.reward >= 0.2 + 0.5 + 0.1 - 1e-9
+    assert seeded_store.trajectories.get(traj.id)["env_id"] == env.id

@@ -9,7 +9,7 @@ Layout written into the workspace (``val/``), mirroring the public files::
     val/train.csv               training rows minus the held-out ones (all columns)
     val/test.csv                the held-out rows with test.csv's columns (no targets)
     val/sample_submission.csv   the held-out ids with the sample submission's columns
-    val/<media>                 relative links to the public media folders (same relative paths work)
+    val/description.md, <media> relative links to the public files (same relative paths work)
 
 The agent writes ``val/submission.csv`` (predictions for ``val/test.csv``) and calls ``score``.
 """
@@ -31,7 +31,7 @@ from ..grading.score import score_submission
 
 VAL_DIR = "val"
 VAL_SUBMISSION = "val/submission.csv"
-_CSV_NAMES = ("train.csv", "test.csv", "sample_submission.csv", "description.md")
+_CSV_NAMES = ("train.csv", "test.csv", "sample_submission.csv")
 
 
 @dataclass

@@ -24,26 +24,20 @@ def default_corpus() -> list[str]:
     """The project's reference-solution templates, scaffold prompts and format examples."""
     from ..agents import prompts
     from ..agents.format import answer_text, tool_call_text
-    from ..agents.policies import solution_code as sc
+    from ..agents.policies import templates as tpl
 
-    corpus = [prompts.REACT_SYSTEM, prompts.AIDE_SYSTEM, prompts.ONESHOT_SYSTEM, sc.PRELUDE, sc.RUN,
-              sc.explore_script(), *sc.MODELS.values()]
-    for strategy in sc.STRATEGIES:
-        for size in sc.SIZES:
-            code = sc.script(strategy, [("val", "val/submission.csv"), (".", "submission.csv")], size=size)
-            corpus.append(tool_call_text("python", {"code": code}, f"plan: {strategy}. Fit {strategy} first."))
+    corpus = [prompts.REACT_SYSTEM, prompts.AIDE_SYSTEM, prompts.ONESHOT_SYSTEM, tpl.EXPLORE, tpl.template_body()]
+    for model in tpl.MODELS:
+        for text in tpl.TEXTS:
+            choice = tpl.Choice(model, text, True, True)
+            corpus.append(tool_call_text("python", {"code": tpl.run_code(choice, "val", write_template=False)},
+                                         f"plan: {choice.key}. Try it on val/ first."))
+            corpus.append(tool_call_text("python", {"code": tpl.run_code(choice, ".", write_template=False)},
+                                         f"Train {choice.key} on all training rows."))
     corpus += [tool_call_text("score", {}, "Score the validation predictions."),
                answer_text("submission.csv is written", "The submission is written; finish."),
                "validation accuracy = 0.875 (higher is better; 24 held-out training rows)",
-               "[exit 0 · ok · 1.58s]\nwrote val/submission.csv: 24 rows, columns ['id', 'label']"]
-    try:
-        from ..synthesis import solutions as syn  # the synthesis engineer's reference solutions, when present
-
-        for value in vars(syn).values():
-            if isinstance(value, str) and len(value) > 40:
-                corpus.append(value)
-    except Exception:  # noqa: BLE001 - optional extra text only
-        pass
+               "[exit 0 · ok · 1.58s]\nwrote submission.csv: 24 rows, mode label, model blend"]
     return corpus
 
 
