@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from conftest import ROOT
 
@@ -47,25 +48,42 @@ def test_user_mistakes_are_one_line_errors(run_cli, tmp_path):
 
 
 def test_log_follow_streams_a_running_run(home, tmp_path):
-    """A run in one process, `runs log --follow` in another: the follower sees output as it comes, then the end."""
+    """A run in one process, `runs log --follow` in another: the follower sees output while the run goes on (the
+    run ticks until the test drops a `stop` file into its workspace), then the end."""
     env = {"SANDMLE_HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    code = "import time\nfor i in range(6):\n    print('tick', i, flush=True)\n    time.sleep(0.25)\n"
-    runner = subprocess.Popen([sys.executable, "-m", "workbench", "sandbox", "run", "--json", "--", "python", "-c",
-                               code], env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    code = ("import os, time\ni = 0\nwhile not os.path.exists('stop'):\n    print('tick', i, flush=True)\n"
+            "    i += 1\n    time.sleep(0.1)\nprint('stopped', flush=True)\n")
+    runner = subprocess.Popen([sys.executable, "-m", "workbench", "sandbox", "run", "--timeout", "120", "--json",
+                               "--", "python", "-c", code], env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     from store import Store
 
-    run_id = None
+    row = None
     deadline = time.monotonic() + 60
-    while run_id is None and time.monotonic() < deadline:
+    while row is None and time.monotonic() < deadline:
         with Store(home / "sandmle.db") as s:
             rows = s.sandbox.list(status="running")
-            run_id = rows[0]["id"] if rows else None
+            row = rows[0] if rows else None
         time.sleep(0.05)
-    assert run_id, "the run never showed up as running"
-    follow = subprocess.run([sys.executable, "-m", "workbench", "sandbox", "runs", "log", run_id, "--follow"],
-                            env=env, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert row, "the run never showed up as running"
+    follow = subprocess.Popen([sys.executable, "-m", "workbench", "sandbox", "runs", "log", row["id"], "--follow"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    first = follow.stdout.readline()  # arrives while the run is still going
+    assert first.startswith("tick"), first
+    (Path(row["workdir"]) / "stop").write_text("")
+    rest, err = follow.communicate(timeout=60)
     result = json.loads(runner.communicate(timeout=60)[0])
-    assert follow.returncode == 0
-    assert [line for line in follow.stdout.splitlines() if line.startswith("tick")] == [f"tick {i}" for i in range(6)]
-    assert f"[{run_id} · ok · exit 0]" in follow.stderr
-    assert result["status"] == "ok"
+    assert follow.returncode == 0 and result["status"] == "ok"
+    lines = [first.strip()] + rest.splitlines()
+    assert lines[-1] == "stopped" and all(line.startswith("tick") for line in lines[:-1])
+    assert f"[{row['id']} · ok · exit 0]" in err
+
+
+def test_run_through_the_local_pool_records_every_job(run_cli):
+    r = run_cli("sandbox", "run", "--executor", "local", "--repeat", "3", "--workers", "2", "--json", "--",
+                "python", "-c", "print('x' * 3)")
+    assert r.code == 0, r.err
+    results = r.json()
+    assert [x["status"] for x in results] == ["ok"] * 3 and {x["stdout_tail"] for x in results} == {"xxx\n"}
+    rows = run_cli("sandbox", "runs", "list", "--json").json()
+    assert {row["id"] for row in rows} == {x["run_id"] for x in results}
+    assert {row["executor"] for row in rows} == {"local"}

@@ -25,11 +25,18 @@ def sandbox() -> None:
 @click.option("--warm/--cold", default=None, help="`python FILE` on the warm worker (pandas/sklearn imported).")
 @click.option("--timeout", "timeout_s", type=float, help="Wall-time limit in seconds.")
 @click.option("--memory-mb", type=int, help="Memory limit in MB (>= 1024 for pandas/sklearn).")
+@click.option("--executor", type=click.Choice(["inline", "local", "ray"]), default="inline", show_default=True,
+              help="inline: in this process; local: a process pool; ray: Ray (local, or --address).")
+@click.option("--address", help="Address of an existing Ray cluster (with --executor ray).")
+@click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
+              help="Run COMMAND this many times at once, each in its own workspace (with --executor).")
+@click.option("--workers", type=click.IntRange(1, 256), help="Concurrent jobs (default: settings).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_ctx
 def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str | None, warm: bool | None,
-            timeout_s: float | None, memory_mb: int | None, as_json: bool, command: tuple[str, ...]) -> None:
+            timeout_s: float | None, memory_mb: int | None, executor: str, address: str | None, repeat: int,
+            workers: int | None, as_json: bool, command: tuple[str, ...]) -> None:
     """Run COMMAND (after `--`) in a fresh workspace and print the result; exit 1 unless its status is ok."""
     import dataclasses
 
@@ -56,6 +63,10 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str 
             raise SandboxError("--memory-mb must be at least 1024 (pandas and sklearn need it to import)")
         limits = dataclasses.replace(limits, memory_mb=memory_mb)
     name = backend or settings.sandbox.backend
+    if executor != "inline" or repeat > 1:
+        _run_many(ctx, settings, executor if executor != "inline" else "local", address, repeat, workers,
+                  source, env_id, name, warm, limits, list(command), as_json)
+        return
     options = {"warm": warm if warm is not None else settings.sandbox.warm} if name == "local" else {}
     with get_backend(name, store=ctx.store, settings=settings.sandbox, limits=limits, **options) as be:
         with be.open(source, label="cli") as ws:
@@ -73,6 +84,26 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str 
         for w in result.warnings:
             click.echo(f"warning: {w}", err=True)
     if not result.ok:
+        raise SystemExit(1)
+
+
+def _run_many(ctx: Context, settings, kind: str, address: str | None, repeat: int, workers: int | None, source,
+              env_id: str | None, backend: str, warm: bool | None, limits, command: list[str], as_json: bool) -> None:
+    from engine.executors import SandboxJob, get_executor
+
+    job = SandboxJob(command=command, source=str(source) if source else None, limits=limits, backend=backend,
+                     warm=warm, meta={"env_id": env_id})
+    n_workers = workers or settings.executor.workers
+    with click.progressbar(length=repeat, label=f"{kind} executor", file=sys.stderr) as bar:
+        with get_executor(kind, store=ctx.store, workers=n_workers,
+                          address=address or settings.executor.ray_address) as ex:
+            results = ex.map([job] * repeat, progress=lambda n, total: bar.update(1))
+    if as_json:
+        emit_json([r.to_dict() for r in results])
+    else:
+        table([(r.run_id, r.status, r.exit_code, f"{r.wall_s:.3f}", (r.stdout_tail or "").strip()[-40:])
+               for r in results], ["id", "status", "exit", "wall_s", "stdout (end)"])
+    if not all(r.ok for r in results):
         raise SystemExit(1)
 
 
