@@ -313,7 +313,9 @@ class LocalBackend(SandboxBackend):
             "workspace": str(ws.path), "root_dir": str(ws.holder / ".root"), "ro_binds": _features.ro_binds(),
             "uid": _features.SANDBOX_UID if self.isolated else None, "gid": _features.SANDBOX_GID,
             "rlimits": rl, "cgroup_procs": cg.procs_files if cg else [],
-            "stdout": str(self.log_dir / f"{run_id}.out"), "stderr": str(self.log_dir / f"{run_id}.err"),
+            # stdout streams into the run's log file itself (so a live tail shows it); stderr beside it, and the
+            # final log (command, stdout, stderr, the sandbox's verdict) replaces the file when the run ends
+            "stdout": str(self.log_dir / f"{run_id}.log"), "stderr": str(self.log_dir / f"{run_id}.err"),
             "status": str(self.log_dir / f"{run_id}.status"), "env": run_env(ws.path), "argv": argv,
             "namespaces": self.isolated, "tmp_mb": min(int(limits.max_disk_mb), 1024),
         }
@@ -377,6 +379,7 @@ class LocalBackend(SandboxBackend):
         out_path, err_path, status_path = Path(spec["stdout"]), Path(spec["stderr"]), Path(spec["status"])
         for p in (out_path, err_path):
             p.write_bytes(b"")
+        disk_was_full = _disk_full(ws, limits.max_disk_mb * 1024 * 1024)  # left full by an earlier step
         start = time.monotonic()
         handle = None
         if worker is not None:
@@ -389,7 +392,7 @@ class LocalBackend(SandboxBackend):
             handle = self._launch_cold(spec)
         cap = limits.max_output_kb * 1024
         disk_cap = limits.max_disk_mb * 1024 * 1024
-        status, reason = self._watch(ws, handle, cg, limits, start, cap, out_path, err_path)
+        status, reason = self._watch(ws, handle, cg, limits, start, cap, out_path, err_path, disk_was_full)
         # the end of a run: every process it started goes, daemons and double forks included
         if cg is not None:
             cg.kill_all()
@@ -421,12 +424,15 @@ class LocalBackend(SandboxBackend):
         stderr = _read_capped(err_path, cap)
         if status is None:
             status, reason = _classify(code, stdout, stderr, mem_hit=mem_hit, pids_hit=pids_hit,
-                                       disk_full=_disk_full(ws, disk_cap), cpu_over=cpu > limits.cpu_s)
+                                       disk_full=not disk_was_full and _disk_full(ws, disk_cap),
+                                       cpu_over=cpu > limits.cpu_s)
         if reason:
             warnings.append(reason)
-        log_path.write_text(f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
+        tmp_log = log_path.with_suffix(".log.tmp")
+        tmp_log.write_text(f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
                             + (f"\n--- sandbox ---\n{status}: {reason}\n" if reason else ""))
-        for p in (out_path, err_path, status_path):
+        os.replace(tmp_log, log_path)
+        for p in (err_path, status_path):
             p.unlink(missing_ok=True)
         return RunResult(run_id=run_id, status=status, exit_code=code, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
                          stdout_tail=head_tail(stdout, limits.tail_chars),
@@ -434,12 +440,11 @@ class LocalBackend(SandboxBackend):
                          warnings=list(warnings))
 
     def _watch(self, ws: LocalWorkspace, handle: _Handle, cg: RunCgroup | None, limits: Limits, start: float,
-               cap: int, out_path: Path, err_path: Path) -> tuple[str | None, str | None]:
+               cap: int, out_path: Path, err_path: Path, disk_was_full: bool) -> tuple[str | None, str | None]:
         """Wait for the run's end, or stop it on the first limit it crosses: (status, reason) or (None, None)."""
         deadline = start + limits.timeout_s
         disk_cap = limits.max_disk_mb * 1024 * 1024
         interval, checks = 0.002, 0
-        disk_was_full = _disk_full(ws, disk_cap)  # a full disk left by an earlier step is not this run's doing
         while not handle.wait(interval):
             checks += 1
             now = time.monotonic()

@@ -176,8 +176,8 @@ def runs_log(ctx: Context, run_id: str, follow: bool) -> None:
 def _follow(ctx: Context, run_id: str, log: Path) -> None:
     handles = {}
     while True:
-        for suffix in (".out", ".err"):
-            path = log.with_suffix(suffix)
+        for suffix in (".out", ".err"):  # stdout streams into the log file itself while the run goes on
+            path = log if suffix == ".out" else log.with_suffix(suffix)
             if suffix not in handles:
                 try:
                     handles[suffix] = open(path, "rb")  # an open file survives the run's clean-up
