@@ -64,7 +64,8 @@ async def test_quit_asks_and_can_stop_a_running_job(store):
     assert not job.running
 
 
-async def test_synthesize_from_a_seed_says_when_synth_has_not_landed(seeded_store):
+@pytest.mark.slow
+async def test_synthesize_from_a_seed_and_see_its_environments_appear(seeded_store):
     app = Workbench(store=seeded_store, poll_s=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("s")
@@ -77,13 +78,22 @@ async def test_synthesize_from_a_seed_says_when_synth_has_not_landed(seeded_stor
             assert form.query_one("#start", Button).disabled
             await pilot.press("escape")
             return
+        form.query_one("#synth-count").value = "2"
         await pilot.press("ctrl+s")
         await pilot.pause()
         job = next(iter(app.jobs.jobs.values()))
-        assert job.argv[:1] == ["synth"] and "--count" in job.argv
+        assert job.argv == ["synth", "--seed", "author-style", "--count", "2", "--backend", "procedural", "--json"]
+        await pilot.press("2")  # watch the Environments screen fill while the job runs
         await wait_for(pilot, lambda: not job.running, timeout=300)
         assert seeded_store.runs.get(job.run_id)["status"] == "done", job.log_path.read_text()[-2000:]
-        assert seeded_store.envs.count(seed_id="author-style") >= 1
+        made = seeded_store.envs.count(seed_id="author-style")
+        assert made >= 1
+        table = app.screen.query_one("#envs-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == made)
+        await pilot.press("6")
+        await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
+        progress = str(app.screen.query_one("#jobs-table", DataTable).get_row_at(0)[4])
+        assert progress.startswith(f"{made}/2 envs")
 
 
 async def test_launch_form_builds_the_real_training_command(seeded_store):

@@ -3,7 +3,10 @@ the app calls while background jobs write to the store."""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import subprocess
+import sys
+from typing import Any, Callable
 
 from textual.screen import Screen
 from textual.widgets import DataTable
@@ -66,3 +69,22 @@ class BaseScreen(Screen):
 
     def reload(self) -> None:
         """Re-read what the screen shows from the store (called while jobs run and when they end)."""
+
+
+def run_cli_quick(screen, argv: list[str], then: Callable[[], None] | None = None) -> None:
+    """Run a quick ``sandmle`` command (stop, export) in a thread; its last line becomes a notification."""
+
+    def run() -> None:
+        env = dict(os.environ, SANDMLE_HOME=str(screen.store.path.parent))
+        try:
+            out = subprocess.run([sys.executable, "-m", "workbench", *argv], capture_output=True, text=True,
+                                 env=env, timeout=300)
+            lines = (out.stdout.strip() or out.stderr.strip() or f"exit {out.returncode}").splitlines()
+            text, ok = lines[-1], out.returncode == 0
+        except subprocess.TimeoutExpired:
+            text, ok = f"`sandmle {' '.join(argv)}` took too long", False
+        screen.app.call_from_thread(screen.notify, text, severity="information" if ok else "error", timeout=8)
+        if then is not None:
+            screen.app.call_from_thread(then)
+
+    screen.run_worker(run, thread=True, group="cli-quick")

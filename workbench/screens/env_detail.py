@@ -19,7 +19,14 @@ from .base import BaseScreen, fmt_duration
 
 
 def export_env(screen, env_id: str) -> None:
-    """Write ``<data dir>/exports/<env id>.tar.gz`` (public/, private/, generator, env.json) in a thread."""
+    """``sandmle envs export ID <data dir>/exports/<env id>`` (an MLE-bench-style competition folder) in a thread;
+    where that command is missing, a ``.tar.gz`` of the environment folder instead."""
+    from ..jobs import resolve_command
+    from .base import run_cli_quick
+
+    if resolve_command(["envs", "export"]) is not None:
+        run_cli_quick(screen, ["envs", "export", env_id, str(screen.store.data_dir / "exports" / env_id)])
+        return
 
     def run() -> None:
         env = screen.store.envs.get(env_id)
@@ -36,16 +43,32 @@ def export_env(screen, env_id: str) -> None:
     screen.run_worker(run, thread=True, group="export", exclusive=True)
 
 
+def short(value, width: int = 160) -> str:
+    """A compact one-line rendering of a verification value (floats to 4 digits, ladders as name score)."""
+    if isinstance(value, float):
+        text = f"{value:.4g}"
+    elif isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
+        text = ", ".join(f"{v['name']} {short(v.get('score'))}" + (f" ({v['status']})" if v.get("status") not in
+                                                                      (None, "ok") else "") for v in value)
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}={short(v, 40)}" for k, v in value.items())
+    elif isinstance(value, list):
+        text = ", ".join(short(v, 40) for v in value) or "—"
+    else:
+        text = str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def verification_text(env: dict, attempts: list[dict]) -> str:
     lines = [f"status: {env['status']}" + (f" — {env['reason']}" if env.get("reason") else "")]
     for name, check in (env.get("verification") or {}).items():
         if isinstance(check, dict):
             ok = check.get("ok", check.get("passed"))
             mark = "✓" if ok else ("✗" if ok is False else "·")
-            rest = ", ".join(f"{k}={v}" for k, v in check.items() if k not in ("ok", "passed"))
-            lines.append(f"{mark} {name}: {rest}")
+            lines.append(f"{mark} {name}")
+            lines += [f"    {k}: {short(v)}" for k, v in check.items() if k not in ("ok", "passed")]
         else:
-            lines.append(f"· {name}: {json.dumps(check, default=str)[:200]}")
+            lines.append(f"· {name}: {short(check)}")
     if attempts:
         lines += ["", "synthesis attempts:"]
         for a in attempts:

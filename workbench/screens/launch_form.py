@@ -23,11 +23,12 @@ ALIASES = {
     "env_ids": ["env_ids", "envs", "env"],
     "group_size": ["group_size", "group", "num_generations", "g"],
     "steps": ["steps", "max_steps", "num_steps"],
-    "backend": ["backend", "sandbox", "sandbox_backend"],
+    "backend": ["backend", "sandbox", "sandbox_backend", "executor"],
+    "policy": ["policy"],
 }
 SPLITS = ("train", "heldout", "all")
 FIELDS = [("model", "model", "tiny"), ("adapter", "adapter", ""), ("envs", "environments", "train"),
-          ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", "local"),
+          ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", ""),
           ("extra", "more options", "")]
 
 
@@ -41,13 +42,21 @@ def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str],
     values = dict(values)
     extra = values.pop("extra", "")
     envs = values.get("envs", "")
-    if envs and envs not in SPLITS:  # a list of environment ids rather than a split
+    if kind == "eval":  # eval takes a policy spec and one --envs selector
+        model, adapter = values.pop("model", ""), values.pop("adapter", "")
+        if model:
+            values["policy"] = model if (":" in model or model == "scripted") else (
+                f"hf:{model}" + (f",adapter={adapter}" if adapter else ""))
+        if envs in ("train", "heldout"):
+            values["envs"] = f"split:{envs}"
+    elif envs and envs not in SPLITS:  # a list of environment ids rather than a split
         values["env_ids"] = [e.strip() for e in envs.split(",") if e.strip()]
         values.pop("envs")
     for field, value in values.items():
         if not value:
             continue
-        name = next((a for a in ALIASES.get(field, [field]) if a in accepted), None)
+        aliases = ["envs"] + ALIASES["envs"] if (kind == "eval" and field == "envs") else ALIASES.get(field, [field])
+        name = next((a for a in aliases if a in accepted), None)
         if name is None:
             missing.append(field)
         else:

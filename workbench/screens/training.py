@@ -3,11 +3,6 @@ resume, and the rollouts of a run (turn by turn; two of one group side by side).
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
@@ -15,7 +10,7 @@ from textual.widgets import DataTable, Footer, Static
 from ..jobs import LAUNCHER, build_argv, pid_alive, resolve_command, stop_pid
 from ..widgets.metric_curves import CURVES, MetricCurves
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, fmt_time, selected_key
+from .base import BaseScreen, fill_table, fmt_time, run_cli_quick, selected_key
 from .launch_form import COMMANDS, LaunchFormScreen
 
 KINDS = ("grpo", "sft", "rollout")
@@ -145,23 +140,13 @@ class TrainingScreen(BaseScreen):
             self.notify("select a running run to stop", severity="warning")
             return
         if resolve_command(["runs", "stop"]) is not None:
-            self.run_cli(["runs", "stop", run["id"]])
+            run_cli_quick(self, ["runs", "stop", run["id"]], then=self.reload)
         elif stop_pid(run.get("pid")):
             self.notify(f"asked {run['id']} to stop (it saves a checkpoint first)")
         else:
             self.store.runs.finish(run["id"], "stopped", error="its process is gone")
             self.notify(f"{run['id']}: its process is gone; marked stopped", severity="warning")
             self.reload()
-
-    @work(thread=True, group="runs-cli")
-    def run_cli(self, argv: list[str]) -> None:
-        """A quick ``sandmle`` command (stop) in a thread; its one-line answer becomes a notification."""
-        env = dict(os.environ, SANDMLE_HOME=str(self.store.path.parent))
-        out = subprocess.run([sys.executable, "-m", "workbench", *argv], capture_output=True, text=True,
-                             env=env, timeout=60)
-        text = (out.stdout.strip() or out.stderr.strip() or f"exit {out.returncode}").splitlines()[-1]
-        self.app.call_from_thread(self.notify, text, severity="information" if out.returncode == 0 else "error")
-        self.app.call_from_thread(self.reload)
 
     def action_resume(self) -> None:
         key = selected_key(self.table)
