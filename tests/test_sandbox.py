@@ -126,3 +126,32 @@ def test_warm_worker_that_dies_is_restarted(backend):
         second = ws.run_python("print(2)")
     assert first.isolation["warm"] and second.status == "ok" and second.stdout_tail == "2\n"
     assert second.isolation["warm"] is True and backend.warm_worker() is not worker  # a fresh worker took over
+
+
+@needs_ns
+def test_one_backend_serves_concurrent_threads(backend, store):
+    from concurrent.futures import ThreadPoolExecutor
+
+    workspaces = [backend.open() for _ in range(6)]
+    try:
+        def job(i):
+            return workspaces[i].run_python(f"import time\ntime.sleep(0.2)\nprint({i} * 3)")
+
+        with ThreadPoolExecutor(6) as pool:
+            results = list(pool.map(job, range(6)))
+    finally:
+        for ws in workspaces:
+            ws.close()
+    assert [r.stdout_tail.strip() for r in results] == [str(i * 3) for i in range(6)]
+    assert all(r.status == "ok" and r.isolation["warm"] for r in results)
+    assert len({r.run_id for r in results}) == 6 and store.integrity_check() == "ok"
+
+
+def test_doctor_lists_each_isolation_feature(run_cli):
+    checks = {c["name"]: c for c in run_cli("doctor", "--json").json()}
+    for name in ("sandbox: namespaces", "sandbox: unprivileged uid", "sandbox: pids cgroup", "sandbox: memory cgroup",
+                 "sandbox: disk quota"):
+        assert name in checks and isinstance(checks[name]["ok"], bool)
+    ns = checks["sandbox: namespaces"]
+    assert ns["ok"] == detect().namespaces
+    assert ns["ok"] or ("NOT hidden" in ns["detail"] and ns["fix"])

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from engine.sandbox import Limits, get_backend
-from engine.sandbox.features import detect
+from engine.sandbox.features import bwrap_works, detect
 
 from sandbox_cases import cases, host_pid, make_host, verify
 
@@ -27,8 +27,9 @@ def world(tmp_path_factory):
     home.mkdir()
     store = Store(home / "sandmle.db")
     backend = get_backend("local", store=store, limits=BASE, warm=True)
+    bwrap = get_backend("local", store=store, limits=BASE, isolation="bwrap") if bwrap_works() else None
     host = make_host(tmp, store.path, store.data_dir)
-    yield store, backend, host, tmp
+    yield store, {"jail": backend, "bwrap": bwrap}, host, tmp
     backend.close()
     host.close()
     store.close()
@@ -40,19 +41,24 @@ NAMES = ["network", "read_private", "write_outside", "signal_parent", "daemon", 
          "infinite_loop", "cpu_limit", "output_flood", "disk_fill"]
 
 
-@pytest.mark.parametrize("mode", ["cold", "warm"])
+@pytest.mark.parametrize("mode", ["cold", "warm", "bwrap"])
 @pytest.mark.parametrize("name", NAMES)
 def test_containment(world, mode, name):
-    store, backend, host, tmp = world
+    """cold and warm: our jail; bwrap: what a machine without root gets (bubblewrap around a cold run)."""
+    store, backends, host, tmp = world
+    backend = backends["bwrap" if mode == "bwrap" else "jail"]
+    if backend is None:
+        pytest.skip("bubblewrap is missing or cannot make namespaces here")
     case = {c.name: c for c in cases(host, host_pid())}[name]
     limits = dataclasses.replace(BASE, **case.limits)
     with backend.open(host.env_dir / "public") as ws:
         rel = os.path.relpath(tmp, ws.path)
-        case = {c.name: c for c in cases(host, host_pid(), workspace_parent_hint=rel)}[name]
+        case = {c.name: c for c in cases(host, host_pid(), workspace_parent_hint=rel, bwrap=mode == "bwrap")}[name]
         result = ws.run_python(case.code, limits=limits, warm=(mode == "warm"))
         verify(case, result.to_dict(), ws.path, host)
         assert result.isolation["warm"] is (mode == "warm")
         assert result.isolation["namespaces"] and result.isolation["cgroup_pids"]
+        assert result.isolation["mode"] == ("bwrap" if mode == "bwrap" else "jail")
         # the host and the store stay healthy: the row is final and a next run works
         row = store.sandbox.get(result.run_id)
         assert row["status"] == case.status and row["isolation"]["namespaces"] is True

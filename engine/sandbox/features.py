@@ -84,6 +84,19 @@ def _probe_tmpfs() -> bool:
 
 
 @functools.lru_cache(maxsize=1)
+def bwrap_works() -> bool:
+    """bubblewrap is installed and can make its namespaces here (the isolation a non-root user gets)."""
+    path = shutil.which("bwrap")
+    if not path:
+        return False
+    try:
+        return subprocess.run([path, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
+                               "--dev", "/dev", "/bin/true"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@functools.lru_cache(maxsize=1)
 def detect() -> Features:
     ns, err = _probe_namespaces()
     if not ns and os.geteuid() == 0:  # one more try before degrading (a busy machine can time out)
@@ -118,7 +131,10 @@ def isolation_checks() -> list:
         Check("sandbox: disk quota", f.disk_quota,
               "size-limited tmpfs per workspace" if f.disk_quota else "missing — disk use is polled instead",
               None if f.disk_quota else fix_root, optional=True),
-        Check("sandbox: bwrap", bool(f.bwrap), f.bwrap or "not found (not needed when root)",
-              None if f.bwrap else "apt-get install -y bubblewrap", optional=True),
+        Check("sandbox: bwrap", bool(f.bwrap) and bwrap_works(),
+              (f"{f.bwrap}: " + ("works" if bwrap_works() else "cannot make namespaces here")
+               + ("; used for cold runs (no jail without root)" if not f.namespaces else "; not needed as root"))
+              if f.bwrap else "not found" + ("" if not f.namespaces else " (not needed as root)"),
+              None if f.bwrap else "apt-get install -y bubblewrap", optional=f.namespaces),
     ]
     return checks

@@ -185,7 +185,8 @@ class LocalBackend(SandboxBackend):
 
     def __init__(self, *, store=None, settings=None, root: str | Path | None = None, limits: Limits | None = None,
                  warm: bool | None = None, warm_imports: Sequence[str] | None = None, isolation: str = "auto"):
-        """``isolation``: ``auto`` (all the machine offers) or ``none`` (rlimits only; for comparison)."""
+        """``isolation``: ``auto`` (the jail where namespaces can be made, else bubblewrap, else rlimits only),
+        ``jail``, ``bwrap`` (cold runs under bubblewrap: what a non-root user gets) or ``none`` (rlimits only)."""
         self.store = store
         if limits is None:
             limits = Limits.from_settings(settings) if settings is not None else Limits()
@@ -193,11 +194,19 @@ class LocalBackend(SandboxBackend):
         self.warm = bool(warm if warm is not None else (settings.warm if settings is not None else True))
         self.warm_imports = list(warm_imports if warm_imports is not None else
                                  (settings.warm_imports if settings is not None else ["numpy", "pandas", "sklearn"]))
-        if isolation not in ("auto", "none"):
-            raise SandboxError(f"isolation must be 'auto' or 'none', not {isolation!r}")
+        if isolation not in ("auto", "jail", "bwrap", "none"):
+            raise SandboxError(f"isolation must be auto, jail, bwrap or none, not {isolation!r}")
         self.features = _features.detect()
-        self.isolated = isolation == "auto" and self.features.namespaces
-        self.use_cgroups = isolation == "auto"
+        if isolation == "auto":
+            isolation = "jail" if self.features.namespaces else ("bwrap" if _features.bwrap_works() else "none")
+        if isolation == "jail" and not self.features.namespaces:
+            raise SandboxError(f"the jail needs namespaces: {self.features.namespaces_error}")
+        if isolation == "bwrap" and not _features.bwrap_works():
+            raise SandboxError("bubblewrap is missing or cannot make namespaces here",
+                               hint="apt-get install -y bubblewrap")
+        self.mode = isolation
+        self.isolated = isolation == "jail"  # our own jail: namespaces + private root + uid nobody (root only)
+        self.use_cgroups = isolation != "none"
         base = Path(root) if root else (store.data_dir if store is not None else Path(tempfile.gettempdir()) / "sandmle")
         self.log_dir = base / "sandbox-logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -262,20 +271,23 @@ class LocalBackend(SandboxBackend):
     # ------------------------------------------------------------------ isolation record
     def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool) -> tuple[dict[str, Any], list[str]]:
         f = self.features
+        ns = self.mode in ("jail", "bwrap")
         iso: dict[str, Any] = {
-            "namespaces": self.isolated, "network_off": self.isolated, "private_root": self.isolated,
-            "unprivileged_uid": self.isolated and f.root, "rlimits": True, "disk_quota": quota, "warm": warm,
+            "mode": self.mode, "namespaces": ns, "network_off": ns, "private_root": ns,
+            "unprivileged_uid": (self.isolated and f.root) or (self.mode == "bwrap" and not f.root),
+            "rlimits": True, "disk_quota": quota, "warm": warm,
         }
         if cg is not None:
             iso.update(cg.features())
         else:
             iso.update({"cgroup_pids": False, "cgroup_memory": False, "cgroup_cpuacct": False})
         warnings = []
-        if not self.isolated:
+        if not ns:
             warnings.append("no namespaces: network, the store, the data dir and private/ files are NOT hidden "
                             f"({f.namespaces_error or 'isolation disabled'})")
         if not iso["cgroup_pids"]:
-            warnings.append("no pids cgroup: the process limit relies on RLIMIT_NPROC (ignored for root)")
+            warnings.append("no pids cgroup: the process limit relies on RLIMIT_NPROC (ignored for root)"
+                            + ("" if ns else "; a setsid daemon may outlive its run"))
         if not iso["cgroup_memory"]:
             warnings.append("no memory cgroup: the memory limit relies on RLIMIT_AS")
         if not quota:
@@ -291,7 +303,8 @@ class LocalBackend(SandboxBackend):
             if self._warm_error is not None:
                 return None
             if not self.isolated:
-                self._warm_error = "the warm worker needs namespaces (see `sandmle doctor`)"
+                self._warm_error = ("the warm worker needs the jail (root); " + (
+                    "runs use bubblewrap, cold" if self.mode == "bwrap" else "see `sandmle doctor`"))
                 return None
             from .warm import WarmWorker, WarmError
 
@@ -319,6 +332,27 @@ class LocalBackend(SandboxBackend):
             "status": str(self.log_dir / f"{run_id}.status"), "env": run_env(ws.path), "argv": argv,
             "namespaces": self.isolated, "tmp_mb": min(int(limits.max_disk_mb), 1024),
         }
+
+    def _bwrap_argv(self, ws: LocalWorkspace, argv: list[str], limits: Limits) -> list[str]:
+        """bubblewrap around the command: the same private root as the jail (system dirs and interpreter
+        read-only, the workspace writable), every namespace new, gone with its parent."""
+        out = [self.features.bwrap or "bwrap", "--unshare-all", "--die-with-parent", "--new-session"]
+        if self.features.root:
+            out += ["--cap-drop", "ALL"]
+        for src in _features.ro_binds():
+            if os.path.islink(src):
+                out += ["--symlink", os.readlink(src), src]
+            elif os.path.exists(src):
+                out += ["--ro-bind", src, src]
+        tmp = f"{min(int(limits.max_disk_mb), 1024) * 1024 * 1024}"
+        out += ["--proc", "/proc", "--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp"]
+        # the folders leading to the workspace: not writable (on the root they are read-only anyway; under the
+        # writable /tmp they are made 0555)
+        for parent in reversed(ws.path.parents):
+            if parent != Path("/tmp") and Path("/tmp") in parent.parents:
+                out += ["--perms", "0555", "--dir", str(parent)]
+        out += ["--bind", str(ws.path), str(ws.path), "--remount-ro", "/", "--chdir", str(ws.path), "--"]
+        return out + argv
 
     def _launch_cold(self, spec: dict[str, Any]) -> _Handle:
         proc = subprocess.Popen([sys.executable, "-S", "-E", "-s", str(_features.JAIL), json.dumps(spec)],
@@ -389,6 +423,8 @@ class LocalBackend(SandboxBackend):
                 warnings.append(f"warm worker failed ({exc}); ran cold")
                 handle = None
         if handle is None:
+            if self.mode == "bwrap":
+                spec["argv"] = self._bwrap_argv(ws, argv, limits)
             handle = self._launch_cold(spec)
         cap = limits.max_output_kb * 1024
         disk_cap = limits.max_disk_mb * 1024 * 1024
@@ -410,6 +446,8 @@ class LocalBackend(SandboxBackend):
         sig = st.get("signal")
         if sig is not None:
             code = -int(sig)
+        elif self.mode == "bwrap" and handle.proc is not None and code is not None and code > 128:
+            code = 128 - code  # bubblewrap reports a signalled command as 128 + the signal
         cpu = (cg.cpu_s() if cg is not None else None)
         if cpu is None:
             cpu = float(st.get("cpu_s") or 0.0)
