@@ -162,3 +162,8 @@ async def test_launch_a_tiny_grpo_run_and_see_its_first_metric_point(store):
         table.move_cursor(row=keys.index(run_id))
         curves = app.screen.query_one("#run-curves")
         await wait_for(pilot, lambda: len(curves.series.get("reward_mean", [])) == 1)
+        # the job panel links the job to the run its process made
+        await pilot.press("6")
+        await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
+        progress = str(app.screen.query_one("#jobs-table", DataTable).get_row_at(0)[4])
+        assert progress.startswith(f"{run_id[:16]} · step 1/1 · reward")

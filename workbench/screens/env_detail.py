@@ -12,9 +12,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Markdown, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
 from ..widgets.dataset_preview import DatasetPreview
+from ..widgets.markdown_pane import MarkdownPane
 from .base import BaseScreen, fmt_duration
 
 
@@ -97,7 +98,7 @@ class EnvDetailScreen(BaseScreen):
         yield Header()
         with TabbedContent(id="env-tabs"):
             with TabPane("Overview", id="tab-overview"):
-                yield Markdown(id="env-description")
+                yield MarkdownPane(id="env-description")
             with TabPane("Data", id="tab-data"):
                 with VerticalScroll():
                     yield DatasetPreview("train", id="preview-train")
@@ -127,7 +128,7 @@ class EnvDetailScreen(BaseScreen):
                 + (f" — {env['reason']}" if env.get("reason") else "")
                 + f"\n\nbackend {env.get('backend') or '?'} · rng seed {env.get('rng_seed')} · split {env['split']}"
                 f" · {env['n_train'] or '?'} train / {env['n_test'] or '?'} test rows\n\n")
-        self.query_one("#env-description", Markdown).update(head + (description or "*no description.md on disk*"))
+        self.query_one("#env-description", MarkdownPane).update(head + (description or "*no description.md on disk*"))
         self.fill_board(env)
         self.query_one("#env-verification", Static).update(
             verification_text(env, self.store.envs.attempts(env_id=self.env_id)))

@@ -49,12 +49,31 @@ class JobsScreen(BaseScreen):
     def job_runs(self) -> list[dict]:
         return [r for r in self.store.runs.list(limit=300) if (r.get("config") or {}).get("launcher") == LAUNCHER]
 
+    def child_run(self, run: dict) -> dict | None:
+        """The run the job's ``sandmle`` process created (same pid, same kind, created after the job)."""
+        if not run.get("pid"):
+            return None
+        for other in self.store.runs.list(kind=run["kind"], limit=50):
+            if (other["id"] != run["id"] and other.get("pid") == run["pid"] and other["created_at"] >= run["created_at"]
+                    and (other.get("config") or {}).get("launcher") != LAUNCHER):
+                return other
+        return None
+
     def progress(self, run: dict) -> str:
         cfg = run.get("config") or {}
         log = Path(run["dir"] or "") / f"{run['id']}.log"
         if run["kind"] == "synthesis" and cfg.get("count"):
             made = self.store.envs.count(seed_id=cfg.get("seed_id"), since=run["created_at"])
             return f"{made}/{cfg['count']} envs · {tail(log)[:30]}"
+        child = self.child_run(run) if run["kind"] in ("grpo", "sft", "eval") else None
+        if child is not None:
+            if run["kind"] == "eval":
+                return f"{child['id'][:16]} · {len(self.store.runs.eval_results(child['id']))} episodes"
+            step = self.store.runs.last_step(child["id"])
+            total = (child.get("config") or {}).get("steps") or "?"
+            reward = self.store.runs.metrics(child["id"], ["reward_mean"]).get("reward_mean") or [(0, None)]
+            shown = "" if reward[-1][1] is None else f" · reward {reward[-1][1]:.3f}"
+            return f"{child['id'][:16]} · step {step if step is not None else 0}/{total}{shown}"
         return tail(log)[:48] if run["status"] == "running" else (run.get("error") or "")[:48]
 
     def reload(self) -> None:

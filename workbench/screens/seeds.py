@@ -6,10 +6,11 @@ from __future__ import annotations
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Input, Markdown
+from textual.widgets import DataTable, Footer, Input
 
 from ..jobs import build_argv, resolve_command
 from ..widgets.nav_bar import NavBar
+from ..widgets.markdown_pane import MarkdownPane
 from .base import BaseScreen, fill_table, selected_key
 from .prompt import PromptScreen
 from .synth_form import SynthFormScreen
@@ -50,7 +51,7 @@ class SeedsScreen(BaseScreen):
         yield NavBar("seeds")
         yield Input(placeholder="filter seeds: id, title, tag, metric (/)", id="seed-filter", classes="filter", compact=True)
         yield DataTable(id="seeds-table", cursor_type="row", zebra_stripes=True, classes="main-table")
-        yield Markdown(id="seed-detail", classes="detail")
+        yield MarkdownPane(id="seed-detail", classes="detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -76,7 +77,7 @@ class SeedsScreen(BaseScreen):
 
     def show_detail(self) -> None:
         key = selected_key(self.table)
-        detail = self.query_one("#seed-detail", Markdown)
+        detail = self.query_one("#seed-detail", MarkdownPane)
         if key is None:
             detail.update("*No seeds match.* Import a folder with `i`.")
             return
@@ -98,7 +99,7 @@ class SeedsScreen(BaseScreen):
         self.table.focus()
 
     def action_focus_detail(self) -> None:
-        self.query_one("#seed-detail", Markdown).focus()
+        self.query_one("#seed-detail", MarkdownPane).focus()
 
     def action_toggle_enabled(self) -> None:
         key = selected_key(self.table)
