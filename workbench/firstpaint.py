@@ -27,6 +27,7 @@ async def measure(db: str, env_id: str | None = None, size: tuple[int, int] = (8
             await pilot.pause(0.001)
         await pilot.pause()  # one more refresh: what is ready is on screen
 
+    rows.append({"screen": "bare Textual app (reference)", "first_paint_s": await bare_app(size)})
     t0 = time.perf_counter()
     app = Workbench(store=store, settings=Settings())
     async with app.run_test(size=size) as pilot:
@@ -50,6 +51,32 @@ async def measure(db: str, env_id: str | None = None, size: tuple[int, int] = (8
             rows.append({"screen": "environment detail", "first_paint_s": time.perf_counter() - t})
     store.close()
     return rows
+
+
+async def bare_app(size: tuple[int, int]) -> float:
+    """First paint of a bare Textual app with an input, a table of 10 rows and a footer: the floor this machine
+    sets under any screen (measured side by side, since a shared machine is noisy)."""
+    from textual.app import App
+    from textual.widgets import DataTable, Footer, Input, Static
+
+    class Bare(App):
+        def compose(self):
+            yield Input()
+            yield DataTable()
+            yield Static("detail")
+            yield Footer()
+
+        def on_mount(self) -> None:
+            table = self.query_one(DataTable)
+            table.add_columns("a", "b", "c")
+            for i in range(10):
+                table.add_row(str(i), "x" * 10, "y" * 10)
+
+    t = time.perf_counter()
+    app = Bare()
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+    return time.perf_counter() - t
 
 
 def main() -> None:

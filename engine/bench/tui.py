@@ -106,14 +106,19 @@ def run(store=None, quick: bool = False, repeats: int = 3, **_: object) -> Bench
         median = statistics.median(times)
         rows.append({"screen": first["screen"], "first_paint_s": round(median, 3), "min_s": round(min(times), 3),
                      "target_s": TARGET_S, "ok": median < TARGET_S})
-    worst = max(rows, key=lambda r: r["first_paint_s"])
+    rows[0]["ok"] = None  # the reference row has no target
+    screens = rows[1:]
+    worst = max(screens, key=lambda r: r["first_paint_s"])
     return BenchResult(
         name="tui", rows=rows,
         summary={"environments": n_envs, "log_lines": n_lines, "log_mb": round(built["log_mb"], 1),
                  "repeats": repeats, "load_avg_1m_before": round(load, 2),
                  "worst_screen": worst["screen"], "worst_first_paint_s": worst["first_paint_s"],
-                 "target_s": TARGET_S, "all_under_target": all(r["ok"] for r in rows)},
-        notes=["first paint = from switching to the screen until its data is on screen (80x24, headless); "
+                 "bare_textual_app_s": rows[0]["first_paint_s"],
+                 "target_s": TARGET_S, "all_under_target": all(r["ok"] for r in screens)},
+        notes=["the first row is a bare Textual app (an input, a 10-row table, a footer) started the same way: the "
+               "floor this machine sets under any screen at the time of the run",
+               "first paint = from switching to the screen until its data is on screen (80x24, headless); "
                "median (and min) over fresh app processes",
                "the app start row includes building the app and mounting the first screen",
                "the sandbox screen opens the newest run's log: the 1,000,000-line file is indexed in a thread"],

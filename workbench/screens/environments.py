@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
 
-PAGE = 200
+PAGE = 100  # rows per page: a screenful is ~15, paging is one key
 STATUSES = (None, "verified", "rejected", "pending")
 MARK = {"verified": "✓ verified", "rejected": "✗ rejected", "pending": "… pending"}
 
