@@ -264,3 +264,56 @@ def test_unknown_scheme_is_a_user_error():
 
     with pytest.raises(SandmleError, match="unknown reward scheme"):
         compute_reward(_report(), TURNS, "nope")
+
+
+# ------------------------------------------------------------------ the metric library
+def _case(name):
+    rng = np.random.default_rng(0)
+    n = 40
+    if name in ("accuracy", "f1_macro", "f1_micro", "f1_weighted"):
+        y = rng.choice(["a", "b", "c"], size=(n, 1)).astype(object)
+        worse = y.copy()
+        worse[:15, 0] = np.where(y[:15, 0] == "a", "b", "a")
+        return y, y.copy(), worse
+    if name == "qwk":
+        y = rng.integers(1, 6, size=(n, 1)).astype(float)
+        return y, y.copy(), np.clip(y + rng.integers(-2, 3, size=(n, 1)), 1, 5)
+    if name == "roc_auc":
+        y = (rng.random((n, 1)) < 0.5).astype(float)
+        return y, y.copy(), np.where(rng.random((n, 1)) < 0.3, 1 - y, y) * 0.8 + 0.1
+    if name in ("mean_columnwise_roc_auc", "multilabel_log_loss"):
+        y = (rng.random((n, 3)) < 0.4).astype(float)
+        worse = np.clip(np.where(rng.random((n, 3)) < 0.3, 1 - y, y) * 0.8 + 0.1, 0, 1)
+        return y, np.clip(y, 1e-9, 1 - 1e-9), worse
+    if name == "log_loss":
+        labels = rng.integers(0, 3, size=n)
+        y = np.eye(3)[labels]
+        return y, y.copy(), np.full((n, 3), 1 / 3)
+    if name == "map_at_3":
+        y = rng.choice(["a", "b", "c", "d"], size=(n, 1)).astype(object)
+        best = np.array([[f"{v} x y"] for v in y[:, 0]], dtype=object)
+        worse = np.array([[f"x {v} y"] for v in y[:, 0]], dtype=object)
+        return y, best, worse
+    y = rng.random((n, 2 if name in ("mcrmse", "mean_columnwise_rmsle") else 1)) * 10
+    return y, y.copy(), y + rng.normal(0, 1, size=y.shape) ** 2
+
+
+@pytest.mark.parametrize("name", sorted(__import__("engine.grading.metrics", fromlist=["METRICS"]).METRICS))
+def test_every_metric_scores_perfect_best_and_a_worse_prediction_worse(name):
+    from engine.grading.metrics import get_metric
+
+    m = get_metric(name)
+    y, perfect, worse = _case(name)
+    best = m.fn(y, perfect)
+    other = m.fn(y, worse)
+    if m.best is not None:
+        assert best == pytest.approx(m.best, abs=1e-6), name
+    assert (other > best) if m.lower_is_better else (other < best), (name, best, other)
+
+
+def test_map_at_3_and_unknown_metric():
+    from engine.grading.metrics import get_metric, map_at_k
+
+    assert map_at_k(["a", "b", "c"], [["a"], ["x", "b"], ["x", "y", "z", "c"]], 3) == pytest.approx((1 + 0.5) / 3)
+    with pytest.raises(KeyError, match="unknown metric"):
+        get_metric("banana")

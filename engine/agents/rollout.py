@@ -34,7 +34,8 @@ def register_env(store, env: EnvSpec, *, split: str = "imported") -> None:
         "modality": env.modality or "tabular", "task_type": g.task_type or "", "metric": g.metric,
         "lower_is_better": int(g.lower_is_better), "id_column": g.id_column, "target_columns": g.target_columns,
         "thresholds": env.thresholds, "dir": str(env.dir),
-    }, leaderboard=[{"name": f"entry-{i}", "score": float(s), "source": "import"} for i, s in enumerate(env.leaderboard)])
+    }, leaderboard=[{"name": f"entry-{i}", "score": float(s), "source": "import"}
+                    for i, s in enumerate(env.leaderboard)])
 
 
 def _submissions_dir(store) -> Path:
@@ -52,7 +53,7 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
                 run_id: str | None = None, group_id: str | None = None, step: int | None = None,
                 rng_seed: int | None = None, max_turns: int = 15, step_timeout_s: float = 300,
                 episode_timeout_s: float = 1200, reward: str = "milestone",
-                trajectory_id: str | None = None) -> Trajectory:
+                trajectory_id: str | None = None, on_turn=None) -> Trajectory:
     """Run one episode of ``policy`` on ``env`` through ``scaffold``; store it when ``store`` is given."""
     scaffold_fn = get_scaffold(scaffold)
     traj_id = trajectory_id or new_trajectory_id()
@@ -68,13 +69,13 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     menv = MLEEnv(env.id, env.public, env.grade, sandbox, max_steps=max_turns, step_timeout_s=step_timeout_s,
                   episode_timeout_s=episode_timeout_s, meta=meta)
     t0 = time.monotonic()
-    transcript = Transcript()
+    transcript = Transcript(on_turn=on_turn)
     status, error = "done", None
     submission_path: str | None = None
     interrupted: BaseException | None = None
     try:
         try:
-            transcript = scaffold_fn(menv, policy, max_turns=max_turns, rng_seed=rng_seed)
+            transcript = scaffold_fn(menv, policy, max_turns=max_turns, rng_seed=rng_seed, transcript=transcript)
         except KeyboardInterrupt as exc:
             status, error, interrupted = "error", "interrupted", exc
         except Exception as exc:  # noqa: BLE001 - a failing policy/backend ends this episode, not the batch

@@ -33,9 +33,14 @@ def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_tur
     env = resolve_env(ctx.store, env_ref)
     policy = load_policy(policy_spec)
     click.echo(f"rollout: {policy.name} · {scaffold} · {env.id}", err=True)
+    def progress(turn) -> None:
+        lines = (turn.observation or turn.text or "").strip().splitlines()
+        head = " ".join(lines[:2])[:100]
+        click.echo(f"  {turn.tool or 'format'}: {head}", err=True)
+
     traj = run_episode(env, policy, scaffold=scaffold, store=ctx.store, rng_seed=rng_seed,
                        max_turns=max_turns or DEFAULT_TURNS[scaffold], step_timeout_s=step_timeout,
-                       episode_timeout_s=episode_timeout, reward=reward)
+                       episode_timeout_s=episode_timeout, reward=reward, on_turn=progress)
     if as_json:
         emit_json(traj.to_dict())
         return

@@ -6,6 +6,7 @@ distribution (after temperature and top-p), and never re-tokenizes history (see 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from ..policy import Action, Message, PolicyError
@@ -35,6 +36,7 @@ class HFPolicy:
         if temperature < 0 or not 0 < top_p <= 1 or max_new_tokens < 1:
             raise PolicyError("hf policy: need temperature >= 0, 0 < top_p <= 1, max_new_tokens >= 1")
         self.name = name
+        self._lock = threading.Lock()  # one generation at a time: seeds stay reproducible under eval threads
         self.temperature, self.top_p, self.max_new_tokens = temperature, top_p, max_new_tokens
         self.chat = ChatFormat(self.tokenizer)
         cfg = getattr(self.model, "config", None)
@@ -57,16 +59,17 @@ class HFPolicy:
         if room < 1:
             return Action(text="", token_ids=[], logprobs=[], usage={"prompt_tokens": len(prompt),
                                                                     "completion_tokens": 0, "context_full": 1})
-        if rng_seed is not None:
-            torch.manual_seed(int(rng_seed))
         input_ids = torch.tensor([prompt], dtype=torch.long, device=self.device)
         sample = self.temperature > 0
         kwargs: dict[str, Any] = dict(max_new_tokens=room, do_sample=sample, output_scores=True,
                                       return_dict_in_generate=True, eos_token_id=self.chat.stop_ids or None,
-                                      pad_token_id=self.tokenizer.pad_token_id, attention_mask=torch.ones_like(input_ids))
+                                      pad_token_id=self.tokenizer.pad_token_id,
+                                      attention_mask=torch.ones_like(input_ids))
         if sample:
             kwargs.update(temperature=self.temperature, top_p=self.top_p, top_k=0)
-        with torch.no_grad():
+        with self._lock, torch.no_grad():
+            if rng_seed is not None:
+                torch.manual_seed(int(rng_seed))
             out = self.model.generate(input_ids, **kwargs)
         gen = out.sequences[0, len(prompt):].tolist()
         logprobs = []

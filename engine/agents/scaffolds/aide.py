@@ -75,11 +75,12 @@ def _pick(journal: Journal, num_drafts: int, max_debug_depth: int, rng: random.R
     return "improve", best
 
 
-def run(env: MLEEnv, policy: Policy, *, max_turns: int = 8, rng_seed: int | None = None,
+def run(env: MLEEnv, policy: Policy, *,
+        max_turns: int = 8, rng_seed: int | None = None, transcript: Transcript | None = None,
         num_drafts: int = 2, max_debug_depth: int = 2) -> Transcript:
     env.max_steps = 2 * max_turns + 2
     task, _ = env.reset(seed=rng_seed)
-    tr = Transcript()
+    tr = transcript if transcript is not None else Transcript()
     system = tr.add("system", AIDE_SYSTEM)
     journal = Journal(env.grade.lower_is_better)
     rng = random.Random(rng_seed or 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..policy import Action, Message, Policy
 from ..trajectory import Turn
@@ -15,11 +16,15 @@ class Transcript:
     turns: list[Turn] = field(default_factory=list)
     usage: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)  #: scaffold-specific records (e.g. the aide journal)
+    #: called with each observation turn as it lands (progress output); never with the system/user prompt
+    on_turn: Callable[[Turn], None] | None = None
 
     def add(self, role: str, text: str, **turn) -> Message:
         msg = Message(role=role, content=text)
         self.messages.append(msg)
         self.turns.append(Turn(role=role, text=text, **turn))
+        if self.on_turn is not None and role == "tool":
+            self.on_turn(self.turns[-1])
         return msg
 
     def act(self, policy: Policy, context: list[Message], rng_seed: int | None) -> tuple[Action, float]:

@@ -12,10 +12,11 @@ from ..prompts import ONESHOT_SYSTEM
 from .base import Transcript, seed_for
 
 
-def run(env: MLEEnv, policy: Policy, *, max_turns: int = 1, rng_seed: int | None = None) -> Transcript:
+def run(env: MLEEnv, policy: Policy, *,
+        max_turns: int = 1, rng_seed: int | None = None, transcript: Transcript | None = None) -> Transcript:
     env.max_steps = 2
     task, _ = env.reset(seed=rng_seed)
-    tr = Transcript()
+    tr = transcript if transcript is not None else Transcript()
     tr.add("system", ONESHOT_SYSTEM)
     tr.add("user", task)
     action, _ = tr.act(policy, tr.messages, seed_for(rng_seed, 0))

@@ -12,10 +12,11 @@ from ..prompts import react_system
 from .base import Transcript, seed_for
 
 
-def run(env: MLEEnv, policy: Policy, *, max_turns: int = 15, rng_seed: int | None = None) -> Transcript:
+def run(env: MLEEnv, policy: Policy, *,
+        max_turns: int = 15, rng_seed: int | None = None, transcript: Transcript | None = None) -> Transcript:
     env.max_steps = max_turns
     task, _ = env.reset(seed=rng_seed)
-    tr = Transcript()
+    tr = transcript if transcript is not None else Transcript()
     tr.add("system", react_system(max_turns))
     tr.add("user", task)
     for turn in range(max_turns):
