@@ -155,3 +155,16 @@ def test_doctor_lists_each_isolation_feature(run_cli):
     ns = checks["sandbox: namespaces"]
     assert ns["ok"] == detect().namespaces
     assert ns["ok"] or ("NOT hidden" in ns["detail"] and ns["fix"])
+
+
+@needs_ns
+def test_warm_run_ends_like_a_fresh_interpreter(backend):
+    """Non-daemon threads are joined and executors (joblib/loky) shut down before the run exits, as at the end of
+    a normal interpreter — warm and cold alike."""
+    code = ("import threading, time\nfrom joblib import Parallel, delayed\n"
+            "print(sum(Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(6))), flush=True)\n"
+            "threading.Thread(target=lambda: (time.sleep(0.3), print('late'))).start()\n")
+    with backend.open() as ws:
+        for warm in (True, False):
+            r = ws.run_python(code, warm=warm, limits=Limits(timeout_s=60))
+            assert (r.status, r.stdout_tail) == ("ok", "15\nlate\n"), (warm, r.status, r.stderr_tail[-500:])

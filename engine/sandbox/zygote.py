@@ -61,6 +61,14 @@ def _payload(spec: dict, script: str) -> int:
     except BaseException:
         traceback.print_exc()
         code = 1
+    # shut down as the interpreter would: join non-daemon threads (and run threading's exit hooks, which stop
+    # executors such as joblib/loky), then the atexit handlers
+    try:
+        import threading
+
+        threading._shutdown()
+    except BaseException:
+        pass
     try:
         atexit._run_exitfuncs()
     except BaseException:
