@@ -41,8 +41,9 @@ def default_corpus() -> list[str]:
     return corpus
 
 
-def train_tokenizer(corpus: list[str], vocab_size: int = 2048):
-    """A byte-level BPE tokenizer (``tokenizers``) wrapped as a PreTrainedTokenizerFast."""
+def train_tokenizer(corpus: list[str], vocab_size: int = 2048, extra_tokens: list[str] | None = None):
+    """A byte-level BPE tokenizer (``tokenizers``) wrapped as a PreTrainedTokenizerFast. ``extra_tokens`` are added
+    whole (matched before BPE, longest first): e.g. frequent code blocks as single tokens (macro-actions)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -52,12 +53,18 @@ def train_tokenizer(corpus: list[str], vocab_size: int = 2048):
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(corpus, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=END_TOKEN, pad_token=PAD_TOKEN,
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=END_TOKEN, pad_token=PAD_TOKEN,
                                    bos_token=None, unk_token=None, additional_special_tokens=ROLE_TOKENS)
+    if extra_tokens:
+        from tokenizers import AddedToken
+
+        fast.add_tokens([AddedToken(t, normalized=False, special=False) for t in dict.fromkeys(extra_tokens) if t])
+    return fast
 
 
 def build_tiny_model(out_dir: str | Path, *, corpus: list[str] | None = None, hidden: int = 256, layers: int = 4,
-                     heads: int = 4, kv_heads: int = 2, vocab_size: int = 2048, seed: int = 0) -> Path:
+                     heads: int = 4, kv_heads: int = 2, vocab_size: int = 2048, seed: int = 0,
+                     extra_tokens: list[str] | None = None) -> Path:
     """Build, save and return the folder of a random-init Qwen3 model with a locally trained tokenizer."""
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
@@ -65,7 +72,7 @@ def build_tiny_model(out_dir: str | Path, *, corpus: list[str] | None = None, hi
     _quiet()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer(corpus if corpus is not None else default_corpus(), vocab_size)
+    tokenizer = train_tokenizer(corpus if corpus is not None else default_corpus(), vocab_size, extra_tokens)
     torch.manual_seed(seed)
     config = Qwen3Config(
         vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 3, num_hidden_layers=layers,

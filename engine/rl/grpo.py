@@ -81,6 +81,8 @@ class GRPOTrainer:
         self.run_id = run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._backends: dict[str, Any] = {}
         self.model = self.tokenizer = self.optimizer = None
         self.start_step = 1
 
@@ -132,8 +134,16 @@ class GRPOTrainer:
         from ..environment import EnvSpec
 
         cfg = self.cfg
+        name = threading.current_thread().name  # rollout_0, rollout_1, ... (the same names every step)
+        with self._lock:
+            if name not in self._backends:  # one sandbox backend per rollout worker, kept warm between episodes
+                from ..sandbox import get_backend
+
+                self._backends[name] = get_backend("local", store=self.store)
+            backend = self._backends[name]
         return self.episode_fn(
             EnvSpec.from_store(self.store, env_id), self.policy, scaffold=cfg.scaffold, store=self.store,
+            sandbox=backend,
             run_id=self.run_id, group_id=group_id, step=step, rng_seed=rng_seed, max_turns=cfg.max_turns,
             step_timeout_s=cfg.step_timeout_s, episode_timeout_s=cfg.episode_timeout_s, reward=cfg.reward)
 
@@ -208,6 +218,14 @@ class GRPOTrainer:
         row = self.store.runs.get(self.run_id)
         return row["status"] == "stopped"
 
+    def close(self) -> None:
+        for backend in self._backends.values():
+            try:
+                backend.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self._backends.clear()
+
     def checkpoint(self, step: int) -> Path:
         return save_checkpoint(self.store, self.run_id, self.run_dir, step, self.model, optimizer=self.optimizer,
                                extra={"curriculum": self.curriculum.state_dict(), "sampler_rng": self.rng.getstate()})
@@ -245,6 +263,7 @@ class GRPOTrainer:
         finally:
             if old_handler is not None:
                 signal.signal(signal.SIGTERM, old_handler)
+            self.close()
         if done > last_saved:
             self.checkpoint(done)
         latest = self.store.runs.latest_checkpoint(self.run_id)

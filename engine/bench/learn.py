@@ -1,0 +1,271 @@
+"""``sandmle bench learn``: the miniature reproduction of the paper's result on a CPU.
+
+1. synthesize environments from a few seeds (procedural backend) and split them by seed: the held-out
+   environments come from seeds never used for training;
+2. build the tiny model (random init; byte-level BPE on the project's corpus plus macro tokens for the teacher's
+   fixed code blocks, see ``_learn_macros``);
+3. collect demonstrations from the scripted teacher at mixed skill (right and wrong strategies) in ``react``;
+4. SFT (TRL) on the demonstrations that produced a valid submission — the baseline;
+5. trajectory-wise GRPO from the SFT adapter on the training environments;
+6. evaluate SFT and SFT+GRPO on the held-out environments with the same budget in ``react`` and in the unseen
+   ``oneshot`` scaffold: medal rate, valid rate, HumanRank (mean ± SEM over seeds) and the relative gain;
+7. plot the GRPO reward curve to ``benchmarks/results/learn_reward.png``.
+
+Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and
+runs stay clean; a ``bench`` run in the user's store records the summary."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import RESULTS_DIR, BenchResult
+
+
+@dataclass
+class LearnPlan:
+    train_seeds: list[str]
+    heldout_seeds: list[str]
+    envs_per_seed: int
+    demo_skills: tuple[float, ...]
+    demos_per_skill: int
+    sft_epochs: float
+    grpo_steps: int
+    envs_per_step: int
+    group_size: int
+    eval_seeds: list[int]
+    max_turns: int = 6
+    max_new_tokens: int = 96
+    unseen: str = "oneshot"
+    budget_s: float = 40 * 60
+    hidden: int = 256
+    layers: int = 4
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+FULL = LearnPlan(train_seeds=["forest-cover", "tabular-binary-manufacturing", "pizza-requests", "taxi-fare"],
+                 heldout_seeds=["leaf-species", "author-style"], envs_per_seed=2, demo_skills=(0.2, 0.6, 1.0),
+                 demos_per_skill=2, sft_epochs=6, grpo_steps=12, envs_per_step=2, group_size=4,
+                 eval_seeds=[0, 1, 2])
+QUICK = LearnPlan(train_seeds=["forest-cover", "pizza-requests"], heldout_seeds=["leaf-species"], envs_per_seed=1,
+                  demo_skills=(0.2, 1.0), demos_per_skill=2, sft_epochs=4, grpo_steps=2, envs_per_step=1,
+                  group_size=4, eval_seeds=[0, 1], budget_s=10 * 60)
+
+
+def _log(msg: str) -> None:
+    import sys
+
+    print(f"[learn {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def make_envs(store, plan: LearnPlan, rng_seed: int) -> tuple[list[str], list[str]]:
+    from ..errors import SandmleError
+    from ..seeds import load_shipped
+    from ..synthesis.pipeline import synthesize
+
+    load_shipped(store)
+    split: dict[str, list[str]] = {"train": [], "heldout": []}
+    for name, seeds in (("train", plan.train_seeds), ("heldout", plan.heldout_seeds)):
+        for i, seed_id in enumerate(seeds):
+            rep = synthesize(store, seed_id, plan.envs_per_seed, rng_seed=rng_seed * 100 + i + (50 if name == "heldout" else 0))
+            ids = [o.env_id for o in rep.verified]
+            _log(f"{seed_id}: {len(ids)}/{plan.envs_per_seed} verified ({rep.wall_s:.0f}s) → {name}")
+            split[name] += ids
+    if not split["train"] or not split["heldout"]:
+        raise SandmleError("synthesis produced no training or no held-out environment")
+    store.envs.set_split(split["train"], "train")
+    store.envs.set_split(split["heldout"], "heldout")
+    return split["train"], split["heldout"]
+
+
+def collect_demos(store, plan: LearnPlan, env_ids: list[str]) -> tuple[str, dict[str, float]]:
+    from ..agents.policy import load_policy
+    from ..agents.rollout import run_episode
+    from ..environment import EnvSpec
+    from ..sandbox import get_backend
+
+    run_id = store.runs.create("rollout", {"policy": "scripted", "skills": list(plan.demo_skills)}, name="demos")
+    backend = get_backend("local", store=store)
+    rewards, medals, valid = [], [], []
+    try:
+        for env_id in env_ids:
+            env = EnvSpec.from_store(store, env_id)
+            for skill in plan.demo_skills:
+                for k in range(plan.demos_per_skill):
+                    tr = run_episode(env, load_policy(f"scripted:skill={skill},seed={k}"), scaffold="react",
+                                     sandbox=backend, store=store, run_id=run_id, rng_seed=k,
+                                     max_turns=plan.max_turns)
+                    g = tr.grade or {}
+                    rewards.append(tr.reward)
+                    valid.append(float(bool(g.get("valid_submission"))))
+                    medals.append(float(bool(g.get("gold_medal") or g.get("silver_medal") or g.get("bronze_medal"))))
+    finally:
+        backend.close()
+    store.runs.finish(run_id, "done")
+    n = max(len(rewards), 1)
+    return run_id, {"demos": len(rewards), "demo_reward": sum(rewards) / n, "demo_valid": sum(valid) / n,
+                    "demo_medal": sum(medals) / n}
+
+
+def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft_medal: float | None = None) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
+    for name, label in (("reward_mean", "mean reward"), ("medal_rate", "medal rate"), ("valid_rate", "valid rate")):
+        pts = metrics.get(name, [])
+        if pts:
+            ax.plot([s for s, _ in pts], [v for _, v in pts], marker="o", ms=3, label=label)
+    if sft_medal is not None:
+        ax.axhline(sft_medal, color="grey", ls="--", lw=1, label="SFT held-out medal rate (react)")
+    ax.set_xlabel("GRPO step")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title("GRPO on the training environments (tiny model, CPU)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _fmt(rate: dict[str, float]) -> str:
+    return f"{rate['mean']:.3f} ± {rate['sem']:.3f}"
+
+
+def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0, workdir: str | None = None,
+        results_dir: str | None = None, progress: Callable[[str], None] | None = None, **_: Any) -> BenchResult:
+    from store import Store
+
+    from ..eval import run_eval
+    from ..environment import EnvSpec
+    from ..agents.prompts import task_prompt
+    from ..models.tiny import build_tiny_model, default_corpus
+    from ..rl.config import GRPOConfig, SFTConfig
+    from ..rl.grpo import GRPOTrainer
+    from ..rl.sft import SFTRun
+    from ._learn_macros import macro_tokens
+
+    plan = plan or (QUICK if quick else FULL)
+    log = progress or _log
+    t_start = time.monotonic()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{stamp}"
+    root.mkdir(parents=True, exist_ok=True)
+    bench_run = store.runs.create("bench", {"bench": "learn", "quick": quick, "plan": asdict(plan),
+                                            "workdir": str(root)}, name="bench learn")
+    timings: dict[str, float] = {}
+
+    def phase(name: str, t0: float) -> None:
+        timings[name] = round(time.monotonic() - t0, 1)
+        log(f"{name}: {timings[name]:.0f}s (total {time.monotonic() - t_start:.0f}s)")
+
+    bs = Store(root / "sandmle.db")
+    try:
+        t0 = time.monotonic()
+        train_ids, heldout_ids = make_envs(bs, plan, seed)
+        phase("synthesis", t0)
+
+        t0 = time.monotonic()
+        # the tokenizer learns the training environments' task prompts too (never the held-out ones)
+        corpus = default_corpus() + [task_prompt(EnvSpec.from_store(bs, e).public) for e in train_ids]
+        model_dir = build_tiny_model(root / "tiny", corpus=corpus, hidden=plan.hidden, layers=plan.layers,
+                                     extra_tokens=macro_tokens((plan.max_turns,)), seed=seed)
+        demo_run, demo_stats = collect_demos(bs, plan, train_ids)
+        phase("demos", t0)
+        log(f"demos: {demo_stats}")
+
+        t0 = time.monotonic()
+        sft = SFTRun(bs, SFTConfig(model=str(model_dir), source_run=demo_run, min_reward=0.2, epochs=plan.sft_epochs,
+                                   batch_size=4, lr=2e-3, lora_r=16, lora_alpha=32, save_every=10_000,
+                                   max_seq_len=2048, seed=seed, name="sft"))
+        sft_summary = sft.train()
+        phase("sft", t0)
+        sft_adapter = sft_summary["adapter"]
+
+        t0 = time.monotonic()
+        reserve = 0.45 * plan.budget_s  # leave time for the four evaluations
+        gcfg = GRPOConfig(model=str(model_dir), adapter=sft_adapter, steps=plan.grpo_steps,
+                          envs_per_step=plan.envs_per_step, group_size=plan.group_size, env_split="train",
+                          max_turns=plan.max_turns, max_new_tokens=plan.max_new_tokens, lr=5e-4, lora_r=16,
+                          lora_alpha=32, save_every=max(1, plan.grpo_steps // 3), rollout_workers=2,
+                          step_timeout_s=120, episode_timeout_s=600, seed=seed, name="grpo")
+        trainer = GRPOTrainer(bs, gcfg, parent_id=sft.run_id)
+
+        def on_step(step: int, m: dict) -> None:
+            log(f"grpo step {step}: reward {m['reward_mean']:.3f} medal {m['medal_rate']:.2f} valid "
+                f"{m['valid_rate']:.2f} skipped {m['skipped_groups']:.0f} ({m['step_s']:.0f}s)")
+            if time.monotonic() - t_start > plan.budget_s - reserve:
+                log("time budget: stopping GRPO early")
+                trainer.request_stop()
+
+        trainer.on_step = on_step
+        grpo_summary = trainer.train()
+        phase("grpo", t0)
+        grpo_adapter = grpo_summary["adapter"]
+
+        t0 = time.monotonic()
+        envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
+        reports: dict[tuple[str, str], Any] = {}
+        for label, adapter in (("SFT", sft_adapter), ("SFT+GRPO", grpo_adapter)):
+            spec = f"hf:{model_dir},adapter={adapter},max_new_tokens={plan.max_new_tokens}"
+            for scaffold in ("react", plan.unseen):
+                rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=plan.eval_seeds,
+                               max_turns=plan.max_turns if scaffold == "react" else None, step_timeout_s=120,
+                               episode_timeout_s=600, workers=2, name=f"{label} {scaffold}")
+                reports[(label, scaffold)] = rep
+                log(f"eval {label} {scaffold}: medal {_fmt(rep.summary['any_medal'])} valid "
+                    f"{_fmt(rep.summary['valid'])}")
+        phase("eval", t0)
+
+        rows = []
+        for (label, scaffold), rep in reports.items():
+            s = rep.summary
+            rows.append({"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
+                         "episodes": rep.n_episodes, "medal_rate": _fmt(s["any_medal"]),
+                         "valid_rate": _fmt(s["valid"]), "human_rank": _fmt(s["human_rank"]),
+                         "reward": _fmt(s["reward"])})
+
+        def gain(scaffold: str) -> dict[str, Any]:
+            a = reports[("SFT", scaffold)].summary["any_medal"]["mean"]
+            b = reports[("SFT+GRPO", scaffold)].summary["any_medal"]["mean"]
+            hr_a = reports[("SFT", scaffold)].summary["human_rank"]["mean"]
+            hr_b = reports[("SFT+GRPO", scaffold)].summary["human_rank"]["mean"]
+            return {"sft_medal": a, "grpo_medal": b, "ratio": (b / a) if a > 0 else None,
+                    "relative_gain": (b / a - 1) if a > 0 else None, "human_rank_delta": hr_b - hr_a}
+
+        metrics = bs.runs.metrics(trainer.run_id)
+        out_dir = Path(results_dir) if results_dir else RESULTS_DIR
+        png = plot_rewards(metrics, out_dir / ("learn_reward_quick.png" if quick else "learn_reward.png"),
+                           sft_medal=reports[("SFT", "react")].summary["any_medal"]["mean"])
+        react, unseen = gain("react"), gain(plan.unseen)
+        skipped = sum(v for _, v in metrics.get("skipped_groups", []))
+        groups = sum(v for _, v in metrics.get("groups", []))
+        summary = {
+            "react": react, "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
+            "target_medal_ratio_1_2_met": bool(react["ratio"] is not None and react["ratio"] >= 1.2),
+            "unseen_scaffold_gain": bool(unseen["grpo_medal"] > unseen["sft_medal"]),
+            "train_envs": train_ids, "heldout_envs": heldout_ids, **demo_stats,
+            "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
+            "grpo_steps_done": grpo_summary["steps_done"], "grpo_skipped_groups": skipped, "grpo_groups": groups,
+            "timings_s": timings, "total_s": round(time.monotonic() - t_start, 1), "plot": str(png),
+            "store": str(root / "sandmle.db"),
+        }
+        notes = [
+            f"tiny model: Qwen3 {plan.hidden}x{plan.layers} random init, LoRA r=16; macro tokens for the teacher's "
+            "fixed code blocks (see engine/bench/_learn_macros.py)",
+            f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
+            f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
+        ]
+        store.runs.finish(bench_run, "done", summary=summary)
+        return BenchResult(name="learn", rows=rows, summary=summary, notes=notes)
+    except BaseException as exc:
+        store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        bs.close()
