@@ -398,7 +398,8 @@ class LocalBackend(SandboxBackend):
             if cg is not None:
                 cg.remove()
             if store is not None:
-                store.sandbox.finish(run_id, status="killed", stderr_tail=f"sandbox error: {exc}"[:2000])
+                reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"sandbox error: {exc!r}"
+                store.sandbox.finish(run_id, status="killed", stderr_tail=reason[:2000], warnings=warnings + [reason])
             raise
         result.isolation = iso
         if store is not None:
@@ -428,7 +429,14 @@ class LocalBackend(SandboxBackend):
             handle = self._launch_cold(spec)
         cap = limits.max_output_kb * 1024
         disk_cap = limits.max_disk_mb * 1024 * 1024
-        status, reason = self._watch(ws, handle, cg, limits, start, cap, out_path, err_path, disk_was_full)
+        try:
+            status, reason = self._watch(ws, handle, cg, limits, start, cap, out_path, err_path, disk_was_full)
+        except BaseException:  # Ctrl-C or an error here: the run must not outlive us
+            try:
+                os.killpg(handle.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            raise
         # the end of a run: every process it started goes, daemons and double forks included
         if cg is not None:
             cg.kill_all()
