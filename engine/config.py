@@ -61,6 +61,9 @@ class OpenAISettings(_Section):
 
 class WorkbenchSettings(_Section):
     theme: str = Field("sandmle-dark", description="theme name (a .tcss file in themes/)")
+    keymap: dict[str, str] = Field(
+        default_factory=dict,
+        description="binding id → key(s), e.g. {\"nav.training\" = \"f4\"} (ids are listed in the command palette)")
 
 
 class Settings(_Section):

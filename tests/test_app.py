@@ -144,3 +144,12 @@ async def test_quit_without_jobs_exits(store):
         await pilot.press("q")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_keymap_from_the_config_remaps_a_binding_by_id(seeded_store):
+    from engine.config import Settings
+
+    app = Workbench(store=seeded_store, settings=Settings(workbench={"keymap": {"nav.training": "f4"}}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("f4")
+        await wait_for(pilot, lambda: app.current_mode == "training")

@@ -185,7 +185,8 @@ async def test_eval_screen_medal_rate_and_human_rank_with_sem(demo):
         await pilot.press("5")
         await wait_for(pilot, lambda: app.current_mode == "eval" and app.screen.ready)
         summary = static_text(app.screen.query_one("#eval-summary"))
-        assert "6 episodes" in summary and "medal rate 50% ± 22%" in summary
+        # overall: per seed, the mean over environments; then mean ± SEM over seeds (as `sandmle eval`)
+        assert "6 episodes" in summary and "medal rate 50% ± 0%" in summary and "HumanRank 0.600 ± 0.058" in summary
         results = app.screen.query_one("#eval-results", DataTable)
         assert results.row_count == 2
         assert results.get_row_at(0)[3] == "67% ± 33%"

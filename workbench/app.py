@@ -66,6 +66,8 @@ class Workbench(App):
         self._theme_ready = False
         for theme in shipped_themes():
             self.register_theme(theme)
+        if self.settings.workbench.keymap:
+            self.set_keymap(self.settings.workbench.keymap)
         wanted = self.settings.workbench.theme if settings is not None else saved_theme()
         self.theme = wanted if wanted in self.available_themes else DEFAULT_THEME
 

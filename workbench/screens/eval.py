@@ -34,21 +34,30 @@ def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False) -> str:
 
 
 def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
-    """(overall, per env) figures: n, valid rate, medal rate, HumanRank, score — each as (mean, sem)."""
-    def figures(rows: list[dict]) -> dict:
-        return {
-            "n": len(rows),
-            "valid": mean_sem([1.0 if r["valid"] else 0.0 for r in rows]),
-            "medal": mean_sem([1.0 if (r["gold"] or r["silver"] or r["bronze"]) else 0.0 for r in rows]),
-            "gold": mean_sem([1.0 if r["gold"] else 0.0 for r in rows]),
-            "human_rank": mean_sem([r["human_rank"] for r in rows]),
-            "score": mean_sem([r["score"] for r in rows]),
-        }
+    """(overall, per env). Overall is the engine's own figure (each rate averaged over environments per seed, then
+    mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes. An invalid
+    submission has HumanRank 0 (it ranks below every entry), as in the engine."""
+    from engine.eval import aggregate
 
+    def pair(stat: dict) -> tuple[float | None, float | None]:
+        m, s = stat["mean"], stat["sem"]
+        return (None, None) if m != m else (m, s)  # NaN: no rows
+
+    overall_raw = aggregate(results)[0] if results else {}
+    overall = {"n": len(results), **{k: (pair(overall_raw[src]) if results else (None, None))
+                                     for k, src in (("valid", "valid"), ("medal", "any_medal"), ("gold", "gold"),
+                                                    ("human_rank", "human_rank"))}}
     by_env: dict[str, list[dict]] = defaultdict(list)
     for r in results:
         by_env[r["env_id"] or "?"].append(r)
-    return figures(results), {env: figures(rows) for env, rows in sorted(by_env.items())}
+    per_env = {env: {
+        "n": len(rows),
+        "valid": mean_sem([1.0 if r["valid"] else 0.0 for r in rows]),
+        "medal": mean_sem([1.0 if (r["gold"] or r["silver"] or r["bronze"]) else 0.0 for r in rows]),
+        "human_rank": mean_sem([r["human_rank"] if r["human_rank"] is not None else 0.0 for r in rows]),
+        "score": mean_sem([r["score"] for r in rows]),
+    } for env, rows in sorted(by_env.items())}
+    return overall, per_env
 
 
 class EvalScreen(BaseScreen):
@@ -97,7 +106,7 @@ class EvalScreen(BaseScreen):
         overall, per_env = summarize(self.results.get(key, []))
         summary.update(f"[b]{key}[/b] · {overall['n']} episodes · medal rate {fmt_ms(overall['medal'], True)} · "
                        f"gold {fmt_ms(overall['gold'], True)} · HumanRank {fmt_ms(overall['human_rank'])} · "
-                       f"valid {fmt_ms(overall['valid'], True)}")
+                       f"valid {fmt_ms(overall['valid'], True)} (± SEM over seeds; per environment over episodes)")
         fill_table(table, [(env, (env[:22], f["n"], fmt_ms(f["valid"], True), fmt_ms(f["medal"], True),
                                   fmt_ms(f["human_rank"]), fmt_ms(f["score"]))) for env, f in per_env.items()])
 
