@@ -242,7 +242,8 @@ def design_media(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[st
     if bp.modality == "image":
         d = _pick_domain(catalog.IMAGE_DOMAINS, seed, rng)
         shapes = ["bar", "ellipse", "ring", "diagonal", "cross", "blob", "disc"]
-        media = {"image": {"size": int(bp.image_size or 32), "palette": d["palette"], "shape": d["shape"],
+        palette = [[int(np.clip(c + rng.integers(-25, 26), 0, 255)) for c in col] for col in d["palette"]]
+        media = {"image": {"size": int(bp.image_size or 32), "palette": palette, "shape": d["shape"],
                            "distractor": str(rng.choice([s for s in shapes if s != d["shape"]])),
                            "p_distractor": float(rng.uniform(0.3, 0.6)), "texture": float(rng.uniform(8, 22)),
                            "pixel_noise": float(rng.uniform(6, 16))}}
@@ -251,8 +252,11 @@ def design_media(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[st
     elif bp.modality == "audio":
         d = _pick_domain(catalog.AUDIO_DOMAINS, seed, rng)
         sr = 2000
-        media = {"audio": {"sample_rate": sr, "length": int(bp.sequence_length or 4000), "band": list(d["band"]),
-                           "sweep": d["sweep"], "noise": d["noise"], "p_distractor": float(rng.uniform(0.3, 0.6))}}
+        jitter = float(rng.uniform(0.75, 1.3))
+        band = [int(d["band"][0] * jitter), int(min(d["band"][1] * jitter, sr / 2 - 50))]
+        noise = d["noise"] if rng.random() < 0.6 else str(rng.choice(["ship", "wind", "hum", "rain"]))
+        media = {"audio": {"sample_rate": sr, "length": int(bp.sequence_length or 4000), "band": band,
+                           "sweep": d["sweep"], "noise": noise, "p_distractor": float(rng.uniform(0.3, 0.6))}}
         target, what, col = d["target"], d["event"], "clip_path"
         extra = (f"Each clip is a .npy array of {media['audio']['length']} float32 samples at {sr} Hz "
                  f"({media['audio']['length'] / sr:g} s of mono audio).")
@@ -317,8 +321,13 @@ def fingerprint(scenario: dict[str, Any]) -> str:
     toks |= {f"class:{c}" for c in (scenario.get("classes") or [])}
     toks |= {f"n:{scenario.get('n_train')}"}
     for key in ("image", "audio", "series"):
-        if key in scenario:
-            toks |= {f"{key}:{k}={v}" for k, v in sorted(scenario[key].items()) if isinstance(v, (str, int))}
+        for k, v in sorted((scenario.get(key) or {}).items()):
+            if isinstance(v, float):
+                v = f"{v:.1g}"
+            toks.add(f"{key}:{k}={v}")
+    for k in ("n_groups", "group_column", "media_column"):
+        if k in scenario:
+            toks.add(f"{k}={scenario[k]}")
     return " ".join(sorted(toks))
 
 

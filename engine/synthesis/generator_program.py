@@ -229,6 +229,8 @@ def build_tabular(cfg, n_train, n_test, mrng, drng):
     model = TabularModel(cfg, heads, mrng)
     temporal = cfg.get("temporal")
     splits = []
+    if task == "multiclass" and K > 8:
+        return build_prototypes(cfg, model, K, n_train, n_test, mrng, drng)
     for part, n, shift in (("train", n_train, 0.0), ("test", n_test, float(cfg.get("shift", 0.0)))):
         lo, hi = (0.0, 0.78) if part == "train" else (0.78, 1.0)
         pool_n = max(4 * n, 400)
@@ -261,6 +263,25 @@ def build_tabular(cfg, n_train, n_test, mrng, drng):
             stamps = start + pd.to_timedelta(secs, unit="s")
             frame.insert(1, temporal["column"], stamps.strftime("%Y-%m-%d %H:%M:%S"))
         splits.append((frame, y[idx]))
+    return splits
+
+
+def build_prototypes(cfg, model, K, n_train, n_test, mrng, drng):
+    """Many classes (species-like): each class has a prototype over a subset of the features; rows scatter
+    around their class prototype."""
+    proto = mrng.normal(size=(K, model.p)) * (mrng.random(model.p) < 0.6)
+    sep = 0.55 * float(cfg["signal"])
+    splits = []
+    for part, n in (("train", n_train), ("test", n_test)):
+        q = quotas(cfg["class_priors"], n, 3 if part == "train" else 2)
+        y = drng.permutation(np.repeat(np.arange(K), q))
+        u = proto[y] * sep + drng.normal(size=(n, model.p))
+        cats = [drng.choice(len(c["levels"]), size=n, p=pr) for c, pr in zip(model.categorical, model.cat_probs)]
+        y = flip_labels(y, K, float(cfg.get("label_noise", 0.0)), drng)
+        frame = model.frame(u, cats, None, [""] * n, cfg)
+        if model.code:
+            frame = frame.drop(columns=[model.code["name"]], errors="ignore")
+        splits.append((frame, y))
     return splits
 
 

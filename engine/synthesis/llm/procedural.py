@@ -26,7 +26,7 @@ class ProceduralBackend(LLMBackend):
             if prev:
                 # feedback from the verifier: scale the signal, keep the rest
                 data = dict(prev)
-                data["signal"] = round(float(prev["signal"]) * float(context.get("signal_factor", 1.0)), 4)
+                data["signal"] = round(min(4.5, max(0.1, float(prev["signal"]) * float(context.get("signal_factor", 1.0)))), 4)
         elif role == "grader":
             data = {"metric": context["blueprint"]["metric"]}
         else:
