@@ -23,7 +23,7 @@ from . import generator_program
 from .blueprint import Blueprint
 from .describe import write_description
 
-SIGNAL_RANGE = {"tabular": (0.9, 1.5), "text": (0.8, 1.3), "image": (0.55, 0.9), "audio": (0.45, 0.9),
+SIGNAL_RANGE = {"tabular": (0.9, 1.5), "text": (0.8, 1.3), "image": (0.55, 0.9), "audio": (0.18, 0.4),
                 "timeseries": (0.7, 1.2)}
 
 

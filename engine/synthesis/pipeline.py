@@ -298,7 +298,10 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
         rng_seed = int.from_bytes(__import__("os").urandom(4), "big") & 0x7FFFFFFF
     own_sandbox = sandbox is None
     if own_sandbox:
-        sandbox = get_backend(settings.sandbox.backend, store=store, settings=settings.sandbox)
+        from .solutions import sandbox_options
+
+        sandbox = get_backend(settings.sandbox.backend, store=store, settings=settings.sandbox,
+                              **sandbox_options(settings))
     run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": llm.name,
                                              "workers": workers, "rng_seed": rng_seed},
                                name=f"synth {seed_id} x{count}")

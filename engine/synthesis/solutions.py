@@ -199,13 +199,20 @@ else:
 log_target = "log" in open("description.md", encoding="utf-8").read().lower() and MODE == "value"
 
 
+_dense = []
+
+
 def dense_for_trees():
-    if TXT is None:
-        return X.to_numpy()
-    from sklearn.decomposition import TruncatedSVD
-    k = min(30, TXT.shape[1] - 1, n_tr - 1)
-    svd = TruncatedSVD(n_components=k, random_state=SEED).fit_transform(TXT)
-    return np.hstack([X.to_numpy(), svd])
+    """Numbers for the trees: the tabular/media features plus a 30-dimensional SVD of the text (computed once)."""
+    if not _dense:
+        if TXT is None:
+            _dense.append(X.to_numpy())
+        else:
+            from sklearn.decomposition import TruncatedSVD
+            k = min(30, TXT.shape[1] - 1, n_tr - 1)
+            svd = TruncatedSVD(n_components=k, random_state=SEED).fit_transform(TXT)
+            _dense.append(np.hstack([X.to_numpy(), svd]))
+    return _dense[0]
 
 
 def fit_predict(y, kind):
@@ -294,6 +301,20 @@ def render_solution(strategy: Strategy | None = None) -> str:
     doc = (f'"""Reference solution ({s.model}): python solution.py [SEED] [OUT]. Generic: the id, targets, '
            f'task and modality are read from the files."""\n')
     return doc + s.header() + PRELUDE + KINDS + TABULAR_FEATURES + MEDIA_FEATURES + TEXT_FEATURES + MODEL
+
+
+#: modules the reference solutions and generators use: preloaded by the sandbox's warm worker during synthesis
+WARM_IMPORTS = ["numpy", "pandas", "sklearn", "scipy.sparse", "sklearn.ensemble", "sklearn.linear_model",
+                "sklearn.feature_extraction.text", "sklearn.decomposition", "sklearn.preprocessing", "sklearn.tree",
+                "PIL.Image", "PIL.PngImagePlugin"]
+
+
+def sandbox_options(settings) -> dict:
+    """Extra options for ``get_backend`` so that the warm worker has the solutions' imports done."""
+    if settings.sandbox.backend != "local":
+        return {}
+    extra = [m for m in WARM_IMPORTS if m not in settings.sandbox.warm_imports]
+    return {"warm_imports": list(settings.sandbox.warm_imports) + extra}
 
 
 #: the verifier's reference ladder, weakest first
