@@ -380,3 +380,14 @@ SPECIES_GENERA = ("Acer Quercus Betula Salix Fagus Ulmus Alnus Tilia Pinus Picea
                   "Magnolia Populus Carpinus Juglans Corylus Ilex").split()
 SPECIES_EPITHETS = ("rubrum alba nigra palmatum robur pendula glauca sylvestris japonica mollis cordata "
                     "excelsa rigida montana orientalis serrata lutea minor major capillipes").split()
+
+#: numeric columns that fit any user-written text (the "text plus tabular" blueprint)
+TEXT_META: list[tuple] = [
+    ("author_account_age_days", "Age of the author's account in days when the text was posted", 420, 300, "float"),
+    ("author_prior_posts", "Posts the author had written before", 35, 40, "count"),
+    ("author_net_votes", "The author's net vote score when the text was posted", 120, 150, "int"),
+    ("author_followers", "Followers of the author", 80, 90, "count"),
+    ("hours_since_midnight", "Local hour of posting (fractional)", 13, 5, "float"),
+    ("attachments", "Attachments or links in the post", 0.6, 0.8, "count"),
+    ("edits", "Times the text was edited", 0.4, 0.7, "count"),
+]

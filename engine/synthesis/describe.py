@@ -43,7 +43,9 @@ def column_rows(scenario: dict[str, Any]) -> list[tuple[str, str, str]]:
     if tab.get("code"):
         rows.append((tab["code"]["name"], "train, test", tab["code"]["description"]))
     if scenario.get("media_column"):
-        rows.append((scenario["media_column"], "train, test", "Relative path of the media file, e.g. train/<id>.npy or test/<id>.png."))
+        ext = ".png" if "image" in scenario else ".npy"
+        rows.append((scenario["media_column"], "train, test",
+                     f"Relative path of the media file: train/<id>{ext} for training rows, test/<id>{ext} for test rows."))
     if scenario.get("group_column"):
         rows.append((scenario["group_column"], "train, test", f"Which {scenario['group_column']} the row was recorded in (a group)."))
     for t in scenario["target_columns"]:

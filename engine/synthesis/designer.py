@@ -227,8 +227,8 @@ def design_text(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str
                  "mean_len": int(rng.integers(15, 45))})
     tab = None
     if bp.modality == "text" and bp.n_numeric:
-        td = catalog.TABULAR_DOMAINS[int(rng.integers(len(catalog.TABULAR_DOMAINS)))]
-        tab = {"numeric": _numeric_features(td, min(bp.n_numeric, 4), False, rng), "categorical": []}
+        tab = {"numeric": _numeric_features({"numeric": catalog.TEXT_META}, min(bp.n_numeric, 5), False, rng),
+               "categorical": []}
     return {"domain": d["domain"], "entity": d["entity"], "title": _title(d["domain"], [target], bp),
             "overview": f"Each row is one {d['entity']} from a {d['domain']} collection. Predict {_target_phrase([target], bp)}.",
             "id_column": f"{d['entity'].split()[-1]}_id" if rng.random() < 0.5 else "id", "id_style": "prefix",
@@ -293,6 +293,8 @@ def design_media(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[st
 
 def _title(domain: str, targets: list[str], bp: Blueprint) -> str:
     t = ", ".join(targets).replace("_", " ")
+    if bp.task_type == "binary" and len(targets) == 1 and targets[0].startswith("is_"):
+        return f"Predict whether each item is {t[3:]} ({domain})"
     verb = {"binary": "Predict", "multiclass": "Classify", "ordinal": "Grade", "regression": "Estimate",
             "multi_target_regression": "Estimate", "multilabel": "Flag"}.get(bp.task_type, "Predict")
     return f"{verb} {t} in {domain}"

@@ -528,13 +528,11 @@ def render_series(level, group_offset, cfg, rng):
     se = cfg["series"]
     n = int(se["length"])
     step = float(se["step"]) * float(cfg["signal"])
-    lv = np.full(n, float(level))
-    switch = rng.random(n) < se["p_switch"]
-    state = 0.0
-    for i in range(n):
-        if switch[i]:
-            state = 0.0 if state else float(rng.choice([-1.0, 1.0]))
-        lv[i] = max(0.0, level + state)
+    # telegraph flicker: segments between switches alternate between the level and a neighbouring level
+    seg = np.cumsum(rng.random(n) < se["p_switch"])
+    signs = rng.choice([-1.0, 1.0], size=int(seg[-1]) + 1)
+    state = np.where(seg % 2 == 1, signs[seg], 0.0)
+    lv = np.maximum(0.0, level + state)
     sigma = se["noise"] * np.sqrt(1.0 + 0.6 * lv)
     drift = group_offset + np.cumsum(rng.normal(size=n)) * se["walk"]
     return (lv * step + drift + rng.normal(size=n) * sigma).astype(np.float32)
