@@ -131,9 +131,14 @@ def add_training(store, env_ids: list[str]) -> str:
             "id": f"traj-{k}", "run_id": run_id, "env_id": env_ids[0], "policy": "tiny-qwen3+lora",
             "scaffold": "react", "group_id": "grp-1", "step": 12, "rng_seed": k, "status": "done",
             "terminated": True, "reward": reward,
-            "reward_breakdown": {"valid": 0.2, "medal": 0.6 if k == 0 else 0.0, "format": 0.1},
-            "grade": {"score": 0.87 if k == 0 else None, "valid_submission": k == 0, "silver": k == 0,
-                      "error": None if k == 0 else "no submission.csv"},
+            "reward_breakdown": {
+                "scheme": "milestone", "total": reward, "uncapped": reward,
+                "terms": {"valid": {"weight": 0.2, "value": float(k == 0), "reward": 0.2 if k == 0 else 0.0},
+                          "medal": {"weight": 1.0, "value": 0.6 if k == 0 else 0.0, "reward": 0.6 if k == 0 else 0.0},
+                          "format": {"weight": 0.1, "value": 1.0 if k == 0 else 0.5, "reward": 0.1 if k == 0 else 0.05}},
+                "state": {"steps": 2, "python_calls": 2, "score_calls": 0, "timed_out_steps": 0, "elapsed_s": 4.0}},
+            "grade": {"score": 0.87 if k == 0 else None, "valid_submission": k == 0, "silver_medal": k == 0,
+                      "any_medal": k == 0, "error": None if k == 0 else "no submission.csv"},
             "wall_s": 4.0, "created_at": T0.format(5 + k)}, turns)
     return run_id
 

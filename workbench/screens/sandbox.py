@@ -13,7 +13,8 @@ from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, fmt_duration, fmt_time, selected_key
 
 STATUS_MARK = {"running": "▶ running", "ok": "✓ ok", "error": "✗ error", "timeout": "⏱ timeout",
-               "memory": "✗ memory", "killed": "✗ killed", "output_limit": "✗ output"}
+               "memory": "✗ memory", "killed": "✗ killed", "output_limit": "✗ output",
+               "interrupted": "■ interrupted"}
 
 
 class SandboxScreen(BaseScreen):

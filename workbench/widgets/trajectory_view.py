@@ -15,21 +15,54 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 
+MEDALS = (("gold", "gold_medal"), ("silver", "silver_medal"), ("bronze", "bronze_medal"),
+          ("above median", "above_median"))
+
+
+def medal_of(grade: dict[str, Any]) -> str:
+    """The best medal of a grade report (MLE-bench's field names, or the short ones)."""
+    for name, field in MEDALS:
+        if grade.get(field) or grade.get(name.replace(" ", "_")):
+            return name
+    return "no medal"
+
+
+def breakdown_lines(breakdown: dict[str, Any]) -> list[str]:
+    """The reward breakdown: each term as weight × value = reward, then the episode counters."""
+    terms = breakdown.get("terms")
+    if isinstance(terms, dict):
+        parts = []
+        for name, t in terms.items():
+            if isinstance(t, dict):
+                parts.append(f"{name} {t.get('weight', 0):g}×{t.get('value', 0):.2f}={t.get('reward', 0):+.2f}")
+        lines = [f"  {breakdown.get('scheme', 'reward')} reward:"] + [f"    {p}" for p in parts]
+        if isinstance(breakdown.get("uncapped"), (int, float)) and breakdown.get("uncapped") != breakdown.get("total"):
+            lines.append(f"  uncapped {breakdown['uncapped']:.3f} → capped {breakdown.get('total', 0):.3f}")
+        state = breakdown.get("state") or {}
+        counters = [f"{k.replace('_', ' ')} {state[k]}" for k in ("steps", "python_calls", "score_calls",
+                                                                    "timed_out_steps") if k in state]
+        if isinstance(state.get("elapsed_s"), (int, float)):
+            counters.append(f"{state['elapsed_s']:.1f}s")
+        if counters:
+            lines.append("  " + " · ".join(counters))
+        return lines
+    return ["  " + "  ".join(f"{k} {v:+.2f}" if isinstance(v, (int, float)) else f"{k} {v}"
+                             for k, v in breakdown.items() if not isinstance(v, (dict, list)))]
+
+
 def header_text(traj: dict[str, Any]) -> str:
     grade = traj.get("grade") or {}
-    medal = next((m for m in ("gold", "silver", "bronze", "above_median") if grade.get(m)), "no medal")
     flags = [f for f in ("terminated", "truncated", "timed_out") if traj.get(f)]
     reward = traj.get("reward")
     lines = [
         f"[b]{escape(traj['id'])}[/b] · {escape(str(traj.get('env_id')))} · group {escape(str(traj.get('group_id')))}",
         f"{escape(traj['policy'])} · {escape(traj['scaffold'])} · {traj.get('n_turns', 0)} turns · "
         f"{traj['status']}{' (' + ', '.join(flags) + ')' if flags else ''}",
-        (f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —") + f" · {medal}",
+        (f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —") + f" · {medal_of(grade)}",
     ]
     breakdown = traj.get("reward_breakdown") or {}
     if breakdown:
-        lines.append("  " + "  ".join(f"{k} {v:+.2f}" if isinstance(v, (int, float)) else f"{k} {v}"
-                                      for k, v in breakdown.items()))
+        lines += [escape(line) for line in breakdown_lines(breakdown)]
     if grade:
         score = grade.get("score")
         lines.append(f"score {score if score is None else round(score, 4)} · "
