@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import threading
 import time
@@ -28,8 +29,8 @@ from .errors import SandmleError
 
 # ------------------------------------------------------------------ environments from folders
 def env_from_mlebench(folder: str | Path, cache_root: str | Path) -> EnvSpec:
-    """An MLE-bench competition folder as an environment: ``public/`` links to ``prepared/public``, the answers
-    file is copied to ``private/answers.csv`` with a grading spec; the leaderboard comes from leaderboard.csv."""
+    """An MLE-bench competition folder as an environment: ``public/`` holds the files of ``prepared/public``
+    (hard-linked) plus ``description.md``, the answers file is copied to ``private/answers.csv`` with a grading spec; the leaderboard comes from leaderboard.csv."""
     from .mlebench import _read_yaml, find_prepared, load_mlebench_folder
 
     folder = Path(folder).resolve()
@@ -58,7 +59,10 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path) -> EnvSpec:
     if dest.exists():
         shutil.rmtree(dest)
     (dest / "private").mkdir(parents=True)
-    (dest / "public").symlink_to(public, target_is_directory=True)
+    # real files (hard links where the file system allows): a sandbox copies public/ without following links
+    shutil.copytree(public, dest / "public", copy_function=_link_or_copy)
+    if not (dest / "public" / "description.md").exists():
+        shutil.copyfile(folder / "description.md", dest / "public" / "description.md")
     shutil.copyfile(answers, dest / "private" / "answers.csv")
     (dest / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2))
     (dest / "env.json").write_text(json.dumps({
@@ -66,6 +70,13 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path) -> EnvSpec:
         "leaderboard": [{"name": f"kaggle-{i}", "score": s} for i, s in enumerate(seed.leaderboard or [])],
         "source": str(folder)}, indent=2))
     return EnvSpec.from_dir(dest)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def _is_env_dir(path: Path) -> bool:
