@@ -153,3 +153,20 @@ async def test_keymap_from_the_config_remaps_a_binding_by_id(seeded_store):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("f4")
         await wait_for(pilot, lambda: app.current_mode == "training")
+
+
+async def test_help_panel_and_palette_by_keyboard(seeded_store):
+    app = Workbench(store=seeded_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert app.screen.query("HelpPanel")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert not app.screen.query("HelpPanel")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"seeds: synthesize")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "SynthFormScreen")

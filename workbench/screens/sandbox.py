@@ -17,6 +17,14 @@ STATUS_MARK = {"running": "▶ running", "ok": "✓ ok", "error": "✗ error", "
                "interrupted": "■ interrupted"}
 
 
+def short_command(command: str | None) -> str:
+    """'/long/path/.venv/bin/python _step.py' → 'python _step.py'."""
+    words = (command or "").split()
+    if words and "/" in words[0]:
+        words[0] = words[0].rsplit("/", 1)[-1]
+    return " ".join(words)
+
+
 class SandboxScreen(BaseScreen):
     LABEL = "Sandbox"
     BINDINGS = [
@@ -36,7 +44,7 @@ class SandboxScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("id", "status", "exit", "wall", "env", "started", "command")
+        self.table.add_columns("id", "status", "wall", "env", "command", "at")
         self.reload()
         self.set_interval(2.0, self.reload_if_running)
         self.table.focus()
@@ -54,9 +62,9 @@ class SandboxScreen(BaseScreen):
     def reload(self) -> None:
         keep = selected_key(self.table)
         self.runs = {r["id"]: r for r in self.store.sandbox.list(limit=200)}
-        rows = [(r["id"], (r["id"][:14], STATUS_MARK.get(r["status"], r["status"]),
-                           "" if r["exit_code"] is None else r["exit_code"], fmt_duration(r["wall_s"]),
-                           (r["env_id"] or "")[:16], fmt_time(r["started_at"]), (r["command"] or "")[:40]))
+        rows = [(r["id"], (r["id"][:12], STATUS_MARK.get(r["status"], r["status"])
+                           + ("" if r["exit_code"] in (None, 0) else f" {r['exit_code']}"), fmt_duration(r["wall_s"]),
+                           (r["env_id"] or "")[:16], short_command(r["command"])[:18], fmt_time(r["started_at"])[6:]))
                 for r in self.runs.values()]
         fill_table(self.table, rows, keep)
         self.open_selected()
@@ -78,7 +86,9 @@ class SandboxScreen(BaseScreen):
             self.log_view.open(None)
             return
         limits = run.get("limits") or {}
-        info.update(f"{run['id']} · {run['backend']} · cpu {fmt_duration(run.get('cpu_s')) or '—'} · peak "
+        total = self.store.sandbox.count()
+        info.update(f"{run['id']} · {run['backend']}" + (f" · run {run['run_id'][:18]}" if run.get("run_id") else "")
+                    + f" · {len(self.runs)} newest of {total:,} · cpu {fmt_duration(run.get('cpu_s')) or '—'} · peak "
                     f"{run.get('peak_rss_mb') or 0:.0f} MB · limits {limits.get('timeout_s', '?')}s "
                     f"{limits.get('memory_mb', '?')} MB")
         if self.log_view.path is None or str(self.log_view.path) != str(path):
