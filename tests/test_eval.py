@@ -144,3 +144,15 @@ def test_cli_eval_json(run_cli):
     assert rep["per_env"][0]["env_id"] == "tiny-tabular"
     res = run_cli("eval", "--policy", "scripted", "--scaffold", "oneshot", "--envs", str(TINY))
     assert res.code == 0 and "any_medal" in res.out and "tiny-tabular" in res.out
+
+
+@pytest.mark.slow
+def test_eval_with_the_process_executor(store):
+    envs = select_envs(store, str(TINY))
+    report = run_eval(store, "scripted:strategy=linear", envs, scaffold="oneshot", rng_seeds=[0, 1], workers=2,
+                      executor="process")
+    assert report.n_episodes == 2 and report.summary["valid"]["mean"] == 1.0
+    assert report.policy == "scripted:strategy=linear"  # the spec: the policy itself lives in the workers
+    assert {r["rng_seed"] for r in store.runs.eval_results(report.run_id)} == {0, 1}
+    with pytest.raises(SandmleError, match="thread executor"):
+        run_eval(store, object(), envs, executor="process")
