@@ -41,13 +41,15 @@ class Journal:
         self.lower_is_better = lower_is_better
 
     def good(self) -> list[Node]:
-        return [n for n in self.nodes if not n.buggy and n.metric is not None]
+        return [n for n in self.nodes if not n.buggy]
 
     def best(self) -> Node | None:
+        """The best node by validation metric; without any metric (no score tool), the latest working node."""
         good = self.good()
-        if not good:
-            return None
-        return (min if self.lower_is_better else max)(good, key=lambda n: n.metric)
+        scored = [n for n in good if n.metric is not None]
+        if scored:
+            return (min if self.lower_is_better else max)(scored, key=lambda n: n.metric)
+        return good[-1] if good else None
 
     def buggy_leaves(self, max_depth: int) -> list[Node]:
         parents = {n.parent for n in self.nodes}
@@ -57,7 +59,7 @@ class Journal:
     def summary(self, limit: int = 6) -> str:
         lines = []
         for n in self.nodes[-limit:]:
-            state = "bug" if n.buggy else f"metric {n.metric:.4g}"
+            state = "bug" if n.buggy else ("ok" if n.metric is None else f"metric {n.metric:.4g}")
             lines.append(f"node {n.id} ({n.stage}{'' if n.parent is None else f' of {n.parent}'}): {state}")
         return "\n".join(lines)
 
@@ -124,7 +126,8 @@ def run(env: MLEEnv, policy: Policy, *,
             node.metric = scored.info.get("val_score")
             obs = f"{obs}\n[score] {scored.observation}"
         sub = env.read(SUBMISSION)
-        node.buggy = node.metric is None or sub is None
+        scorable = env.split is not None and env.split.answers is not None
+        node.buggy = sub is None or (scorable and node.metric is None)
         if sub is not None and not node.buggy:
             env.ws.write_file(f".aide/node_{node.id}.csv", sub)
         node.output = obs
