@@ -64,7 +64,7 @@ def train_tokenizer(corpus: list[str], vocab_size: int = 2048, extra_tokens: lis
 
 def build_tiny_model(out_dir: str | Path, *, corpus: list[str] | None = None, hidden: int = 256, layers: int = 4,
                      heads: int = 4, kv_heads: int = 2, vocab_size: int = 2048, seed: int = 0,
-                     extra_tokens: list[str] | None = None) -> Path:
+                     extra_tokens: list[str] | None = None, init_std: float | None = None) -> Path:
     """Build, save and return the folder of a random-init Qwen3 model with a locally trained tokenizer."""
     import torch
     from transformers import AutoModelForCausalLM, Qwen3Config
@@ -78,6 +78,8 @@ def build_tiny_model(out_dir: str | Path, *, corpus: list[str] | None = None, hi
         vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 3, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=hidden // heads,
         max_position_embeddings=8192, tie_word_embeddings=True,
+        # init_std ~ 1/sqrt(hidden) lets a LoRA-only learner reach confident logits through the frozen tied head
+        **({"initializer_range": float(init_std)} if init_std else {}),
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
     )
     model = AutoModelForCausalLM.from_config(config)

@@ -28,6 +28,8 @@ class _Common:
     lora_r: int = _f(16, "LoRA rank")
     lora_alpha: int = _f(32, "LoRA alpha")
     lora_dropout: float = _f(0.0, "LoRA dropout")
+    lora_modules_to_save: list[str] = _f(list, "modules trained in full beside the adapter and saved with it (PEFT "
+                                         "modules_to_save), e.g. 'norm' for a random-init tiny model")
     seed: int = _f(0, "RNG seed (torch, python, numpy, sampling)")
     device: str | None = _f(None, "cuda | cpu; default: cuda when available (bf16 where supported), else cpu")
     name: str | None = _f(None, "a name for the run")

@@ -105,7 +105,7 @@ class GRPOTrainer:
         torch.manual_seed(cfg.seed)
         self.model, self.tokenizer, self.device = load_for_training(
             resolve_model(cfg.model, self.store), adapter=cfg.adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-            lora_dropout=cfg.lora_dropout, device=cfg.device)
+            lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device)
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
         self.curriculum = Curriculum(self.env_ids, window=cfg.curriculum_window, floor=cfg.curriculum_floor,
                                      enabled=cfg.curriculum)

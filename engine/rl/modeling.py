@@ -61,7 +61,8 @@ def lora_targets(model: Any, wanted: tuple[str, ...] = ("q_proj", "k_proj", "v_p
 
 
 def load_for_training(model_path: str, *, adapter: str | None = None, lora_r: int = 16, lora_alpha: int = 32,
-                      lora_dropout: float = 0.0, device: str | None = None) -> tuple[Any, Any, str]:
+                      lora_dropout: float = 0.0, modules_to_save: list[str] | None = None,
+                      device: str | None = None) -> tuple[Any, Any, str]:
     """(peft model with a trainable adapter, tokenizer, device)."""
     import torch
     from peft import LoraConfig, PeftModel, get_peft_model
@@ -81,7 +82,8 @@ def load_for_training(model_path: str, *, adapter: str | None = None, lora_r: in
         model = PeftModel.from_pretrained(base, adapter, is_trainable=True)
     else:
         cfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
-                         target_modules=lora_targets(base), task_type="CAUSAL_LM")
+                         target_modules=lora_targets(base), modules_to_save=list(modules_to_save or []) or None,
+                         task_type="CAUSAL_LM")
         model = get_peft_model(base, cfg)
     model.to(device)
     torch.set_float32_matmul_precision("high")

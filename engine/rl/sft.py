@@ -87,7 +87,7 @@ class SFTRun:
         cfg, store, run_id = self.cfg, self.store, self.run_id
         model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=cfg.adapter,
                                                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                               lora_dropout=cfg.lora_dropout, device=cfg.device)
+                                               lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device)
         data = build_dataset(store, tok, cfg)
         bf16 = device.startswith("cuda") and "bfloat16" in str(train_dtype(device))
         args = TRLSFTConfig(

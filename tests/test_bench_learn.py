@@ -1,0 +1,42 @@
+"""Pieces of `sandmle bench learn` that can be checked quickly: macro tokens keep the teacher's turns exact and
+short, and the reward plot is written."""
+
+from __future__ import annotations
+
+import pytest
+
+from rl_tiny import ENV_DIR, register_tiny_env
+
+
+@pytest.mark.slow
+def test_macro_tokens_make_teacher_turns_short_and_exact(store, tmp_path):
+    from transformers import AutoTokenizer
+
+    from engine.agents.policy import load_policy
+    from engine.agents.rollout import run_episode
+    from engine.bench._learn_macros import macro_tokens
+    from engine.environment import EnvSpec
+    from engine.models.tiny import build_tiny_model
+    from engine.rl.render import render_turns
+
+    register_tiny_env(store)
+    tr = run_episode(EnvSpec.from_dir(ENV_DIR), load_policy("scripted:skill=1"), scaffold="react", store=store,
+                     rng_seed=0, max_turns=6)
+    plain = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "plain", hidden=32, layers=1))
+    macro = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "macro", hidden=32, layers=1,
+                                                           extra_tokens=macro_tokens((6,)), init_std=0.1))
+    turns = [t.to_dict() for t in tr.turns]
+    long_ = render_turns(plain, turns)
+    short = render_turns(macro, turns)
+    for t, ids, ids_plain in zip(turns, short, long_):
+        if t["role"] == "assistant":
+            assert macro.decode(ids, skip_special_tokens=True) == t["text"]
+            assert len(ids) <= 60 < len(ids_plain) or len(t["text"]) < 200
+
+
+def test_reward_plot_is_written(tmp_path):
+    from engine.bench.learn import plot_rewards
+
+    path = plot_rewards({"reward_mean": [(1, 0.2), (2, 0.4)], "medal_rate": [(1, 0.0), (2, 0.5)]},
+                        tmp_path / "r.png", sft_medal=0.25)
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
