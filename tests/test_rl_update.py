@@ -109,3 +109,27 @@ def test_kl_to_the_base_uses_the_same_model_with_the_adapter_disabled(tiny_dir):
     assert st0.kl == pytest.approx(0.0, abs=1e-6)   # LoRA B = 0 at start: policy == base
     st1 = grpo_update(model, opt, [seq], [1.0], [1.0], kl_coef=0.1)
     assert st1.kl > 0 and math.isfinite(st1.loss)
+
+
+def test_checkpoint_round_trip_with_a_trained_norm(tiny_dir, tmp_path, store):
+    """LoRA + a fully trained final norm (modules_to_save): saved in PEFT format, restored by resume."""
+    from engine.rl.checkpoint import load_adapter_weights, load_state, save_checkpoint, verify
+
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, modules_to_save=["norm"], device="cpu")
+    seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    opt = make_optimizer(model, lr=5e-2)
+    for _ in range(2):
+        grpo_update(model, opt, [seq], [1.0], [1.0])
+    trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    assert any("modules_to_save" in n for n in trained)
+    rid = store.runs.create("grpo", {})
+    path = save_checkpoint(store, rid, tmp_path / "run", 2, model, optimizer=opt, extra={"curriculum": {"x": 1}})
+    ck = store.runs.latest_checkpoint(rid)
+    assert ck["step"] == 2 and verify(ck) and (path / "adapter_config.json").is_file()
+    fresh, _, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, modules_to_save=["norm"], device="cpu")
+    load_adapter_weights(fresh, ck["path"])
+    for n, p in fresh.named_parameters():
+        if n in trained:
+            assert torch.equal(p, trained[n]), n
+    state = load_state(ck["path"])
+    assert state["step"] == 2 and state["extra"]["curriculum"] == {"x": 1} and "optimizer" in state

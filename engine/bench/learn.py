@@ -47,7 +47,7 @@ class LearnPlan:
 
 FULL = LearnPlan(train_seeds=["forest-cover", "tabular-binary-manufacturing", "pizza-requests"],
                  heldout_seeds=["leaf-species", "author-style"], envs_per_seed=2, demo_skills=(0.2, 0.6, 1.0),
-                 demos_per_skill=1, sft_epochs=3, grpo_steps=8, envs_per_step=2, group_size=4,
+                 demos_per_skill=1, sft_epochs=6, grpo_steps=8, envs_per_step=2, group_size=4,
                  eval_seeds=[0, 1])
 QUICK = LearnPlan(train_seeds=["forest-cover", "pizza-requests"], heldout_seeds=["leaf-species"], envs_per_seed=1,
                   demo_skills=(0.2, 1.0), demos_per_skill=1, sft_epochs=1, grpo_steps=1, envs_per_step=1,
