@@ -167,3 +167,33 @@ async def test_launch_a_tiny_grpo_run_and_see_its_first_metric_point(store):
         await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
         progress = str(app.screen.query_one("#jobs-table", DataTable).get_row_at(0)[4])
         assert progress.startswith(f"{run_id[:16]} · step 1/1 · reward")
+
+
+async def test_stop_and_resume_a_training_run_from_the_training_screen(seeded_store):
+    import subprocess
+    import sys
+
+    if resolve_command(["runs", "stop"]) is None:
+        pytest.skip("`sandmle runs stop` has not landed")
+    store = seeded_store
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        run_id = store.runs.create("grpo", {"model": "tiny", "steps": 5}, run_id="grpo-to-stop")
+        store.runs.update(run_id, pid=worker.pid)
+        app = Workbench(store=store, poll_s=0.2)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("4")
+            await wait_for(pilot, lambda: app.current_mode == "training" and app.screen.ready)
+            await pilot.press("s")
+            await wait_for(pilot, lambda: store.runs.get(run_id)["status"] == "stopped", timeout=60)
+            await wait_for(pilot, lambda: worker.poll() is not None, timeout=30)  # the trainer got SIGTERM
+            await wait_for(pilot, lambda: "stopped" in str(app.screen.query_one("#runs-table", DataTable)
+                                                          .get_row_at(0)[2]))
+            await pilot.press("r")
+            await pilot.pause()
+            job = next(iter(app.jobs.jobs.values()))
+            assert job.argv == ["runs", "resume", "--json", run_id]
+            await wait_for(pilot, lambda: not job.running, timeout=120)
+    finally:
+        worker.kill()
+        worker.wait()
