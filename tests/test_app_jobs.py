@@ -45,20 +45,22 @@ async def test_a_failing_job_is_marked_failed_with_its_error(store):
         assert "no seed with id 'no-such-seed'" in store.runs.get(job.run_id)["error"]
 
 
-async def test_quit_asks_and_can_stop_a_running_job(store):
+async def test_quit_asks_and_can_stop_a_running_job(store, tmp_path):
     app = Workbench(store=store, poll_s=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
         # a long job: the TUI benchmark builds a big store in a child process
-        job = app.launch_job("bench", ["bench", "tui", "--quick"], "tui benchmark")
+        job = app.launch_job("bench", ["bench", "tui", "--quick", "--out", str(tmp_path)], "tui benchmark")
         await pilot.press("q")
-        await pilot.pause()
-        assert type(app.screen).__name__ == "ConfirmQuitScreen" and app.is_running
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen")
+        assert app.is_running
         labels = " ".join(str(l.render()) for l in app.screen.query(Label))
         assert "1 job(s) still running" in labels and "tui benchmark" in labels
         await pilot.press("c")  # cancel: still running, nothing stopped
-        await pilot.pause()
+        await wait_for(pilot, lambda: type(app.screen).__name__ != "ConfirmQuitScreen")
         assert app.is_running and job.running
-        await pilot.press("q", "s")  # stop & quit
+        await pilot.press("q")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen")
+        await pilot.press("s")  # stop & quit
         await pilot.pause()
     assert store.runs.get(job.run_id)["status"] in ("stopped", "failed")
     assert not job.running
@@ -197,3 +199,24 @@ async def test_stop_and_resume_a_training_run_from_the_training_screen(seeded_st
     finally:
         worker.kill()
         worker.wait()
+
+
+async def test_a_job_left_running_reports_its_end_to_the_next_session(seeded_store, tmp_path):
+    app = Workbench(store=seeded_store, poll_s=0.1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        job = app.launch_job("bench", ["bench", "tui", "--quick", "--out", str(tmp_path)], "tui benchmark")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen")
+        await pilot.press("l")  # leave it running
+        await pilot.pause()
+    assert seeded_store.runs.get(job.run_id)["status"] == "running"
+    again = Workbench(store=seeded_store, poll_s=0.1)
+    async with again.run_test(size=(80, 24)) as pilot:
+        adopted = again.jobs.jobs[job.run_id]
+        assert adopted.proc is None and adopted.running
+        await pilot.press("6")
+        await wait_for(pilot, lambda: again.current_mode == "jobs" and again.screen.ready)
+        job.proc.wait(timeout=300)  # the child of the first session
+        await wait_for(pilot, lambda: not adopted.running, timeout=30)
+        assert seeded_store.runs.get(job.run_id)["status"] == "done"
+        assert adopted.status == "done"

@@ -170,7 +170,8 @@ class JobManager:
             log.write(f"$ sandmle {' '.join(argv)}\n".encode())
             log.flush()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "workbench", *argv], stdout=log, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "workbench.jobrun", run_id, str(log_path), "--", *argv],
+                stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env=env, start_new_session=True,
             )
         self.store.runs.update(run_id, pid=proc.pid)
@@ -206,9 +207,15 @@ class JobManager:
             else:
                 code = None
             job.returncode = code
-            job.status = "done" if code == 0 else ("stopped" if code in (-2, -15, 130, None) else "failed")
-            error = None if job.status == "done" else (job.last_line() or f"exit code {code}")
-            self.store.runs.finish(job.run_id, job.status, error=error)
+            row = self.store.runs.get(job.run_id, missing_ok=True)
+            if row is not None and row["status"] != "running":  # the job recorded its own end (workbench.jobrun)
+                job.status = row["status"]
+            else:
+                job.status = "done" if code == 0 else ("stopped" if code in (-2, -15, 130, 143) else "failed")
+                if code is None:
+                    job.status = "stopped"  # an adopted job whose process is gone without a word
+                error = None if job.status == "done" else (job.last_line() or f"exit code {code}")
+                self.store.runs.finish(job.run_id, job.status, error=error)
             finished.append(job)
         return finished
 
