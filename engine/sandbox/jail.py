@@ -130,6 +130,11 @@ def _root_finish(spec: dict) -> None:
     for tmp in ("/dev/shm", "/tmp"):
         os.makedirs(root + tmp, exist_ok=True)
         mount("sandmle-tmp", root + tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={tmp_mb}m")
+    # read-only binds under /tmp or /dev/shm (a venv in a checkout under /tmp, as on CI) were hidden by the
+    # tmpfs just mounted: bind them again on top of it
+    for src in spec["ro_binds"]:
+        if src.startswith(("/tmp/", "/dev/shm/")):
+            _bind(root, src)
     _bind(root, spec["workspace"], writable=True)  # after /tmp: a workspace may live under /tmp
     os.makedirs(root + "/.old", exist_ok=True)
     _check(_libc.syscall(_SYS_PIVOT_ROOT, root.encode(), (root + "/.old").encode()), "pivot_root")
