@@ -23,6 +23,8 @@ def main() -> None:
     except KeyboardInterrupt:
         code = 130
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # let the end be recorded
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         sys.stdout.flush()
         sys.stderr.flush()
         _record(run_id, log_path, code)

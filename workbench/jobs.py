@@ -220,27 +220,35 @@ class JobManager:
         return finished
 
     def stop(self, run_id: str, grace_s: float = 5.0) -> bool:
-        """SIGINT (the CLI's Ctrl-C path saves work), then SIGTERM after ``grace_s``. True if it was running."""
+        """SIGINT (the CLI's Ctrl-C path saves work), then SIGTERM, then SIGKILL; waits for the end and closes
+        the run row. True if the job was running."""
         job = self.jobs.get(run_id)
-        pid = job.pid if job else None
-        if job is None or not job.running or not pid_alive(pid):
+        if job is None or not job.running:
             return False
-        try:
-            os.killpg(pid, signal.SIGINT)
-        except (ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGINT)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and pid_alive(pid):
-            if job.proc is not None and job.proc.poll() is not None:
+        for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
+            if not self._alive(job):
                 break
-            time.sleep(0.05)
-        if pid_alive(pid):
             try:
-                os.killpg(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+                os.killpg(job.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    os.kill(job.pid, sig)
+                except ProcessLookupError:
+                    break
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and self._alive(job):
+                time.sleep(0.05)
         self.poll()
+        if job.running:  # gone without a trace we could read
+            job.status = "stopped"
+            self.store.runs.finish(job.run_id, "stopped", error="stopped from the workbench")
         return True
+
+    @staticmethod
+    def _alive(job: Job) -> bool:
+        if job.proc is not None:
+            return job.proc.poll() is None
+        return pid_alive(job.pid)
 
     def stop_all(self) -> None:
         for job in self.running():

@@ -30,9 +30,9 @@ class ConfirmQuitScreen(ModalScreen[str | None]):
             yield Label("Stop them (their work so far is kept), or leave them running in the background?",
                         classes="dialog-help")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("[s] Stop & quit", id="stop", variant="error")
-                yield Button("[l] Leave running", id="leave", variant="primary")
-                yield Button("[c] Cancel", id="cancel")
+                yield Button("[s] Stop & quit", id="stop", variant="error", compact=True)
+                yield Button("[l] Leave running", id="leave", variant="primary", compact=True)
+                yield Button("[c] Cancel", id="cancel", compact=True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_choose("" if event.button.id == "cancel" else event.button.id)

@@ -94,11 +94,11 @@ class LaunchFormScreen(ModalScreen[dict | None]):
             for name, label, default in FIELDS:
                 with Horizontal(classes="form-row"):
                     yield Label(label, classes="form-label")
-                    yield Input(self.defaults.get(name, default), id=f"launch-{name}")
+                    yield Input(self.defaults.get(name, default), id=f"launch-{name}", compact=True)
             yield Label("", id="launch-command", classes="dialog-help")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Launch (ctrl+s)", id="start", variant="primary")
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button("Launch (ctrl+s)", id="start", variant="primary", compact=True)
+                yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def on_mount(self) -> None:
         self.update_preview()

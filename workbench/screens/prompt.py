@@ -21,7 +21,7 @@ class PromptScreen(ModalScreen[str | None]):
             yield Label(self.title_text, classes="dialog-title")
             if self.help_text:
                 yield Label(self.help_text, classes="dialog-help")
-            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input")
+            yield Input(value=self.value, placeholder=self.placeholder, id="prompt-input", compact=True)
             yield Label("enter: ok · escape: cancel", classes="dialog-help")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:

@@ -29,14 +29,14 @@ class SynthFormScreen(ModalScreen[dict | None]):
                             classes="dialog-error", id="synth-missing")
             with Horizontal(classes="form-row"):
                 yield Label("how many", classes="form-label")
-                yield Input("4", id="synth-count", type="integer")
+                yield Input("4", id="synth-count", type="integer", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("backend", classes="form-label")
                 yield Select([(b, b) for b in BACKENDS], value=self.default_backend, allow_blank=False,
                              id="synth-backend")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Start (ctrl+s)", id="start", variant="primary", disabled=not self.available)
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button("Start (ctrl+s)", id="start", variant="primary", disabled=not self.available, compact=True)
+                yield Button("Cancel (esc)", id="cancel", compact=True)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":

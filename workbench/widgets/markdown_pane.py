@@ -22,6 +22,9 @@ class MarkdownPane(VerticalScroll, can_focus=True):
         yield Static(RichMarkdown(self.text, code_theme="ansi_dark"), id="markdown-body")
 
     def update(self, text: str) -> None:
+        """Show ``text`` (a no-op when it is what is shown: a periodic reload keeps the reader's place)."""
+        if text == self.text and self.is_mounted:
+            return
         self.text = text
         self.query_one("#markdown-body", Static).update(RichMarkdown(text, code_theme="ansi_dark"))
         self.scroll_home(animate=False)
