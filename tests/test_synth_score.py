@@ -68,3 +68,14 @@ def test_metric_errors_become_invalid():
     ans = pd.DataFrame({"id": ["1", "2"], "y": [1.0, 2.0]})
     with pytest.raises(InvalidSubmission, match="non-negative"):
         score_submission(spec, ans, ans.assign(y=[-1.0, 2.0]))
+
+
+def test_bootstrap_fast_auc_equals_sklearn():
+    from engine.grading.metrics import get_metric
+    from engine.synthesis.verifier import FAST_METRICS
+
+    r = np.random.default_rng(0)
+    y = r.integers(0, 2, (300, 6))
+    p = np.round(r.random((300, 6)), 1)  # ties included
+    for name in ("roc_auc", "mean_columnwise_roc_auc"):
+        assert FAST_METRICS[name](y, p) == pytest.approx(get_metric(name).fn(y, p), abs=1e-12)

@@ -235,7 +235,7 @@ def fit_predict(y, kind):
     many_classes = kind == "class" and len(np.unique(ytr)) > 8
     if STRATEGY_MODEL == "boosted" or (STRATEGY_MODEL == "blend" and not many_classes):
         D = dense_for_trees()
-        args = dict(max_iter=120, learning_rate=0.07, max_leaf_nodes=15, min_samples_leaf=5,
+        args = dict(max_iter=120, learning_rate=0.07, max_leaf_nodes=15, min_samples_leaf=5, early_stopping=False,
                     l2_regularization=1.0, random_state=SEED)
         if kind == "class":
             m = HistGradientBoostingClassifier(**args).fit(D[:n_tr][keep], ytr)
@@ -280,6 +280,32 @@ print(f"wrote {OUT}: {len(sub)} rows, mode {MODE}, model {STRATEGY_MODEL}")
 '''
 
 
+CONSTANT = '''
+# constant model: the training prior (or median) for every test row — it needs no features at all
+keep = rng.permutation(len(train))[: max(10, int(0.9 * len(train)))] if STRATEGY_BAG else np.arange(len(train))
+tr = train.iloc[keep]
+log_target = "log" in open("description.md", encoding="utf-8").read().lower() and MODE == "value"
+sub = pd.DataFrame({ID: test[ID]})
+if MODE == "proba":
+    freq = tr[TARGETS[0]].astype(str).value_counts(normalize=True)
+    for c in PRED:
+        sub[c] = float(freq.get(str(c), 1e-3))
+    sub[PRED] = sub[PRED].div(sub[PRED].sum(axis=1), axis=0)
+elif MODE == "score":
+    for c in PRED:
+        sub[c] = float(tr[c].astype(int).mean())
+elif MODE == "label":
+    for c in PRED:
+        sub[c] = tr[c].value_counts().index[0]
+else:
+    for c in PRED:
+        y = pd.to_numeric(tr[c]).to_numpy(dtype=float)
+        sub[c] = float(np.expm1(np.median(np.log1p(np.maximum(y, 0))))) if log_target else float(np.median(y))
+sub.to_csv(OUT, index=False)
+print(f"wrote {OUT}: {len(sub)} rows, mode {MODE}, model constant")
+'''
+
+
 @dataclass(frozen=True)
 class Strategy:
     """The choices a solution makes (what a policy picks when it fills the template)."""
@@ -300,6 +326,8 @@ def render_solution(strategy: Strategy | None = None) -> str:
     s = strategy or Strategy()
     doc = (f'"""Reference solution ({s.model}): python solution.py [SEED] [OUT]. Generic: the id, targets, '
            f'task and modality are read from the files."""\n')
+    if s.model == "constant":
+        return doc + s.header() + PRELUDE + CONSTANT
     return doc + s.header() + PRELUDE + KINDS + TABULAR_FEATURES + MEDIA_FEATURES + TEXT_FEATURES + MODEL
 
 
