@@ -116,6 +116,9 @@ class Workbench(App):
         if self.jobs.running():
             self._reload_screen()
 
+    def on_job_started(self, event: JobStarted) -> None:
+        self._reload_screen(force=True)
+
     def on_job_finished(self, event: JobFinished) -> None:
         job = self.jobs.jobs.get(event.run_id)
         label = job.label if job else event.run_id

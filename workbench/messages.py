@@ -24,13 +24,6 @@ class JobFinished(Message):
 
 
 @dataclass
-class StoreChanged(Message):
-    """Rows of ``table`` may have changed (a job wrote to the store); screens showing it reload."""
-
-    table: str
-
-
-@dataclass
 class LogLoaded(Message):
     """The log viewer finished indexing a file."""
 
