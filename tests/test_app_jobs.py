@@ -61,7 +61,8 @@ async def test_quit_asks_and_can_stop_a_running_job(store, tmp_path):
         await pilot.press("q")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmQuitScreen")
         await pilot.press("s")  # stop & quit
-        await pilot.pause()
+        # stopping waits for the child (SIGINT, then SIGTERM, then SIGKILL): give a loaded machine time
+        await wait_for(pilot, lambda: not job.running or not app.is_running, timeout=30)
     assert store.runs.get(job.run_id)["status"] in ("stopped", "failed")
     assert not job.running
 

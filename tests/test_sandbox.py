@@ -173,17 +173,28 @@ def test_warm_run_ends_like_a_fresh_interpreter(backend):
 def test_ctrl_c_during_a_run_kills_it_and_records_it(store, tmp_path):
     """An interrupt while a run is going: the run's processes die and its row says so (nothing left 'running')."""
     import signal
-    import threading
 
     from sandbox_cases import processes_with_cmdline
 
     token = ["sleep", "471.3"]
+    # other tests (Ray, Textual) may leave their own SIGINT handler installed: use Python's default here
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_a_run(store, token)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    [row] = store.sandbox.list()
+    assert row["status"] == "killed" and row["stderr_tail"] == "interrupted" and row["ended_at"]
+    assert not processes_with_cmdline(token)
+
+
+def _interrupt_a_run(store, token):
+    import signal
+    import threading
+
     with get_backend("local", store=store, warm=False) as backend, backend.open() as ws:
         timer = threading.Timer(1.0, lambda: signal.raise_signal(signal.SIGINT))
         timer.start()
         with pytest.raises(KeyboardInterrupt):
             ws.run(token, limits=Limits(timeout_s=60))
         timer.cancel()
-    [row] = store.sandbox.list()
-    assert row["status"] == "killed" and row["stderr_tail"] == "interrupted" and row["ended_at"]
-    assert not processes_with_cmdline(token)

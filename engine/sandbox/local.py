@@ -346,6 +346,10 @@ class LocalBackend(SandboxBackend):
                 out += ["--ro-bind", src, src]
         tmp = f"{min(int(limits.max_disk_mb), 1024) * 1024 * 1024}"
         out += ["--proc", "/proc", "--dev", "/dev", "--size", tmp, "--tmpfs", "/tmp"]
+        # read-only binds under /tmp (a venv in a checkout under /tmp, as on CI) were hidden by that tmpfs
+        for src in _features.ro_binds():
+            if src.startswith("/tmp/") and os.path.isdir(src):
+                out += ["--ro-bind", src, src]
         # the folders leading to the workspace: not writable (on the root they are read-only anyway; under the
         # writable /tmp they are made 0555)
         for parent in reversed(ws.path.parents):
