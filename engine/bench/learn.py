@@ -38,6 +38,8 @@ class LearnPlan:
     eval_seeds: list[int]
     max_turns: int = 6
     max_new_tokens: int = 96
+    temperature: float = 0.6
+    grpo_lr: float = 5e-4
     unseen: str = "oneshot"
     budget_s: float = 40 * 60
     hidden: int = 128
@@ -47,7 +49,7 @@ class LearnPlan:
 
 FULL = LearnPlan(train_seeds=["forest-cover", "tabular-binary-manufacturing", "pizza-requests"],
                  heldout_seeds=["leaf-species", "author-style"], envs_per_seed=2, demo_skills=(0.2, 0.6, 1.0),
-                 demos_per_skill=1, sft_epochs=6, grpo_steps=8, envs_per_step=2, group_size=4,
+                 demos_per_skill=1, sft_epochs=10, grpo_steps=16, envs_per_step=2, group_size=4,
                  eval_seeds=[0, 1])
 QUICK = LearnPlan(train_seeds=["forest-cover", "pizza-requests"], heldout_seeds=["leaf-species"], envs_per_seed=1,
                   demo_skills=(0.2, 1.0), demos_per_skill=1, sft_epochs=1, grpo_steps=1, envs_per_step=1,
@@ -199,7 +201,8 @@ def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int 
         reserve = 0.45 * plan.budget_s  # leave time for the four evaluations
         gcfg = GRPOConfig(model=str(model_dir), adapter=sft_adapter, steps=plan.grpo_steps,
                           envs_per_step=plan.envs_per_step, group_size=plan.group_size, env_split="train",
-                          max_turns=plan.max_turns, max_new_tokens=plan.max_new_tokens, lr=2e-3, lora_r=16,
+                          max_turns=plan.max_turns, max_new_tokens=plan.max_new_tokens, lr=plan.grpo_lr, lora_r=16,
+                          temperature=plan.temperature,
                           lora_alpha=32, lora_modules_to_save=["norm"], micro_batch=2, max_seq_len=2048,
                           save_every=max(1, plan.grpo_steps // 3), rollout_workers=2,
                           step_timeout_s=120, episode_timeout_s=600, seed=seed, name="grpo")
@@ -221,7 +224,8 @@ def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int 
         envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
         reports: dict[tuple[str, str], Any] = {}
         for label, adapter in (("SFT", sft_adapter), ("SFT+GRPO", grpo_adapter)):
-            spec = f"hf:{model_dir},adapter={adapter},max_new_tokens={plan.max_new_tokens}"
+            spec = (f"hf:{model_dir},adapter={adapter},max_new_tokens={plan.max_new_tokens},"
+                    f"temperature={plan.temperature}")
             for scaffold in ("react", plan.unseen):
                 rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=plan.eval_seeds,
                                max_turns=plan.max_turns if scaffold == "react" else None, step_timeout_s=120,
