@@ -99,6 +99,7 @@ def _settings(url: str) -> Settings:
     return s
 
 
+@pytest.mark.slow
 def test_anthropic_backend_synthesizes_through_the_sdk(seeded_store, seed_row, monkeypatch):
     from engine.synthesis.pipeline import synthesize
 

@@ -241,6 +241,7 @@ def test_reviewer_catches_a_description_that_disagrees(tmp_path):
     assert any(spec.target_columns[0] in p for p in problems) and any("metric" in p for p in problems)
 
 
+@pytest.mark.slow
 def test_same_rng_seed_same_environment(tmp_path):
     """Deterministic per --rng-seed: two fresh stores give the same scenario and identical data hashes."""
     from store import Store

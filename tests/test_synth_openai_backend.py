@@ -29,6 +29,7 @@ class ChatServer(MessagesServer):
                                "total_tokens": (len(user) + len(text)) // 4}}, {}
 
 
+@pytest.mark.slow
 def test_openai_compatible_backend(seeded_store):
     from engine.synthesis.pipeline import synthesize
 

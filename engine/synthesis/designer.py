@@ -132,7 +132,7 @@ def design_tabular(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[
                      "levels": [f"C{i:02d}" for i in range(n_lv)], "weight": 0.9, "zipf": 0.9})
     code = None
     if bp.code_feature:
-        code = {"name": "f_27" if anonymized else "batch_code", "length": 10, "alphabet": "ABCDEFGHIJKLMNOPQRST"[: int(rng.integers(5, 11))],
+        code = {"name": f"f_{len(numeric):02d}" if anonymized else "batch_code", "length": 10, "alphabet": "ABCDEFGHIJKLMNOPQRST"[: int(rng.integers(5, 11))],
                 "description": "Ten-letter string code; very many distinct values, the letters carry signal."}
     temporal = None
     if bp.temporal:
@@ -349,6 +349,15 @@ def check_scenario(sc: dict[str, Any], bp: Blueprint) -> list[str]:
     names = [sc["id_column"], *sc["target_columns"]]
     tab = sc.get("tabular") or {}
     names += [f["name"] for f in tab.get("numeric", [])] + [c["name"] for c in tab.get("categorical", [])]
+    if tab.get("code"):
+        names.append(tab["code"]["name"])
+    for key in ("media_column", "group_column"):
+        if sc.get(key):
+            names.append(sc[key])
+    if sc.get("temporal"):
+        names.append(sc["temporal"]["column"])
+    text = sc.get("text") or {}
+    names += [text[k] for k in ("text_col", "title_col") if text.get(k)]
     for n in names:
         if not isinstance(n, str) or not NAME_RE.match(n):
             problems.append(f"column name {n!r} must match {NAME_RE.pattern}")
