@@ -104,8 +104,12 @@ def run(store, quick: bool = False, seeds: list[str] | None = None, **_: Any) ->
             if not (g1.ok and g2.ok):
                 rows.append({"seed": seed["id"], "modality": seed["modality"], "error": g1.error or g2.error})
                 continue
-            micro_s, st1 = pipeline_time(sandbox, micro_dir, spec, limits)
-            full_s, st2 = pipeline_time(sandbox, full_dir, spec, limits)
+            micro = [pipeline_time(sandbox, micro_dir, spec, limits) for _ in range(3)]
+            micro_s, st1 = statistics.median(m[0] for m in micro), micro[0][1]
+            full = [pipeline_time(sandbox, full_dir, spec, limits)]
+            if full[0][0] < 5.0:  # cheap twins are repeated too: the median of 3 resists load spikes
+                full += [pipeline_time(sandbox, full_dir, spec, limits) for _ in range(2)]
+            full_s, st2 = statistics.median(f[0] for f in full), full[0][1]
             rows.append({"seed": seed["id"], "modality": seed["modality"], "micro_train": int(scenario["n_train"]),
                          "full_train": n_full, "micro_s": round(micro_s, 3), "full_s": round(full_s, 3),
                          "ratio": round(full_s / micro_s, 1) if micro_s > 0 else None,
@@ -123,6 +127,7 @@ def run(store, quick: bool = False, seeds: list[str] | None = None, **_: Any) ->
                "verified_per_min": tp["verified_per_min"], "target_per_min": 20,
                "throughput_met": tp["verified_per_min"] >= 20, "throughput": tp, "full_cap": cap}
     notes = ["pipeline = the strong reference solution (features + linear/boosted blend), one RNG seed, in the sandbox "
+             "(median of 3 runs for micro and for twins under 5 s) "
              "(warm worker when available); full twin = same generator and seed at min(original train, cap) rows, "
              f"test capped at {TEST_CAP if not quick else 1000}",
              "throughput = verified environments per minute through the whole pipeline (generator, grader proof, "
