@@ -84,16 +84,20 @@ def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...
 
 def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: float,
           rng: np.random.Generator) -> pd.DataFrame:
-    """A leaderboard variant between the strong and the trivial submission."""
+    """A leaderboard variant weaker than the strong submission: its predictions mixed with the same predictions
+    shuffled across rows (signal diluted, format and value range kept; a constant mix would leave rank metrics
+    such as ROC-AUC unchanged)."""
     out = strong.copy()
-    t = trivial.set_index(spec.id_column).loc[strong[spec.id_column]].reset_index()
+    perm = rng.permutation(len(out))
     if get_metric(spec.metric).prediction == "label":
         swap = rng.random(len(out)) > alpha
         for c in spec.prediction_columns:
-            out.loc[swap, c] = t.loc[swap, c].to_numpy()
+            vals = out[c].to_numpy()
+            out[c] = np.where(swap, vals[perm], vals)
     else:
         for c in spec.prediction_columns:
-            out[c] = alpha * pd.to_numeric(strong[c]) + (1 - alpha) * pd.to_numeric(t[c])
+            v = pd.to_numeric(strong[c]).to_numpy(dtype=float)
+            out[c] = alpha * v + (1 - alpha) * v[perm]
     return out
 
 
