@@ -108,6 +108,39 @@ class Workspace(abc.ABC):
         self.close()
 
 
+class HostFolderFiles:
+    """read_file / write_file for workspaces whose files live in a host folder (``self.path``): paths are
+    resolved and must stay inside it. ``_after_write`` lets a backend fix ownership or modes."""
+
+    path: Path
+
+    def _safe(self, relpath: str) -> Path:
+        from ..errors import SandboxError
+
+        root = self.path.resolve()
+        target = (self.path / relpath).resolve()
+        if target != root and root not in target.parents:
+            raise SandboxError(f"path {relpath!r} is outside the workspace")
+        return target
+
+    def read_file(self, relpath: str) -> bytes:
+        from ..errors import SandboxError
+
+        try:
+            return self._safe(relpath).read_bytes()
+        except FileNotFoundError:
+            raise SandboxError(f"{relpath}: no such file in the workspace") from None
+
+    def write_file(self, relpath: str, data: bytes) -> None:
+        target = self._safe(relpath)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        self._after_write(target)
+
+    def _after_write(self, target: Path) -> None:
+        """Called after each write (default: nothing)."""
+
+
 class SandboxBackend(abc.ABC):
     name: str = ""
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import SandboxError
-from .base import Limits, RunResult, SandboxBackend, Workspace, new_run_id
+from .base import HostFolderFiles, Limits, RunResult, SandboxBackend, Workspace, new_run_id
 from .text import head_tail
 
 WORKDIR = "/workspace"
@@ -34,7 +34,7 @@ def _client(timeout_s: float = 5.0):
                            hint="start dockerd, or use the local backend: --backend local") from None
 
 
-class DockerWorkspace(Workspace):
+class DockerWorkspace(HostFolderFiles, Workspace):
     def __init__(self, backend: "DockerBackend", container, holder: Path):
         self.backend = backend
         self.container = container
@@ -42,24 +42,8 @@ class DockerWorkspace(Workspace):
         self.path = holder / "work"
         self._closed = False
 
-    def _safe(self, relpath: str) -> Path:
-        root = self.path.resolve()
-        target = (self.path / relpath).resolve()
-        if target != root and root not in target.parents:
-            raise SandboxError(f"path {relpath!r} is outside the workspace")
-        return target
-
-    def read_file(self, relpath: str) -> bytes:
-        try:
-            return self._safe(relpath).read_bytes()
-        except FileNotFoundError:
-            raise SandboxError(f"{relpath}: no such file in the workspace") from None
-
-    def write_file(self, relpath: str, data: bytes) -> None:
-        target = self._safe(relpath)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(0o666)
+    def _after_write(self, target: Path) -> None:
+        target.chmod(0o666)  # the container's user must be able to rewrite it
 
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
             meta: dict[str, Any] | None = None) -> RunResult:

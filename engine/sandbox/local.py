@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from ..errors import SandboxError
 from . import features as _features
-from .base import Limits, RunResult, SandboxBackend, Workspace, new_run_id
+from .base import HostFolderFiles, Limits, RunResult, SandboxBackend, Workspace, new_run_id
 from .cgroups import RunCgroup
 from .text import head_tail
 
@@ -46,7 +46,7 @@ def run_env(workspace: Path) -> dict[str, str]:
             "LANG": "C.UTF-8", "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", **THREAD_ENV}
 
 
-class LocalWorkspace(Workspace):
+class LocalWorkspace(HostFolderFiles, Workspace):
     def __init__(self, backend: "LocalBackend", holder: Path, label: str | None, quota: bool):
         self.backend = backend
         self.holder = holder
@@ -59,23 +59,7 @@ class LocalWorkspace(Workspace):
         self._finalizer = weakref.finalize(self, _remove_workspace, holder, quota)
 
     # ------------------------------------------------------------------ files
-    def _safe(self, relpath: str) -> Path:
-        root = self.path.resolve()
-        target = (self.path / relpath).resolve()
-        if target != root and not str(target).startswith(str(root) + os.sep):
-            raise SandboxError(f"path {relpath!r} is outside the workspace")
-        return target
-
-    def read_file(self, relpath: str) -> bytes:
-        try:
-            return self._safe(relpath).read_bytes()
-        except FileNotFoundError:
-            raise SandboxError(f"{relpath}: no such file in the workspace") from None
-
-    def write_file(self, relpath: str, data: bytes) -> None:
-        target = self._safe(relpath)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    def _after_write(self, target: Path) -> None:
         self.backend._give(target, upto=self.path)
 
     # ------------------------------------------------------------------ runs
