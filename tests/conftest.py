@@ -50,8 +50,7 @@ class CliResult:
         return json.loads(self.out)
 
 
-@pytest.fixture
-def run_cli(home, capsys):
+def cli_runner(capsys):
     """Run `sandmle ARGS` in-process through main() (exit codes and one-line errors included)."""
     from workbench.cli import main
 
@@ -66,6 +65,12 @@ def run_cli(home, capsys):
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+@pytest.fixture
+def run_cli(home, capsys):
+    """`cli_runner` on a fresh tmp data dir (SANDMLE_HOME)."""
+    return cli_runner(capsys)
 
 
 @pytest.fixture

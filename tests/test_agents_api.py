@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from conftest import DATA
+from http_peer import JsonPeer
 from engine.agents.format import answer_text, tool_call_text
 from engine.agents.policy import load_policy
 from engine.agents.rollout import run_episode
@@ -19,58 +16,30 @@ WRITE = ("import pandas as pd; s = pd.read_csv('sample_submission.csv'); s['labe
 REPLIES = [tool_call_text("python", {"code": WRITE}, "write a constant submission"), answer_text("done", "finish")]
 
 
-class Server:
+class Server(JsonPeer):
+    """Anthropic Messages API or OpenAI chat completions: the first request(s) fail (429 / 500), then the
+    scripted react replies, chosen by how many assistant turns the request already holds."""
+
     def __init__(self, kind: str, fail_first: int = 1):
-        self.kind, self.requests, self.fail_first = kind, [], fail_first
-        outer = self
+        super().__init__()
+        self.kind, self.fail_first = kind, fail_first
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.requests.append({"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}})
-                if outer.fail_first > 0:
-                    outer.fail_first -= 1
-                    self._send(429 if outer.kind == "anthropic" else 500, {"error": {"type": "rate_limit_error",
-                                                                                      "message": "slow down"}})
-                    return
-                n = len(outer.requests)
-                text = REPLIES[min(len([m for m in self._msgs(body) if m["role"] == "assistant"]), len(REPLIES) - 1)]
-                if outer.kind == "anthropic":
-                    self._send(200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
-                                     "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
-                                     "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}})
-                else:
-                    self._send(200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": body["model"],
-                                     "choices": [{"index": 0, "finish_reason": "stop",
-                                                  "message": {"role": "assistant", "content": text}}],
-                                     "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}})
-
-            def _msgs(self, body):
-                return body["messages"]
-
-            def _send(self, code, data):
-                raw = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(raw)))
-                self.send_header("retry-after", "0")
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def answer(self, path: str, body: dict) -> tuple[int, dict, dict]:
+        retry = {"retry-after": "0"}
+        if self.fail_first > 0:
+            self.fail_first -= 1
+            return (429 if self.kind == "anthropic" else 500,
+                    {"error": {"type": "rate_limit_error", "message": "slow down"}}, retry)
+        n = len(self.requests)
+        text = REPLIES[min(len([m for m in body["messages"] if m["role"] == "assistant"]), len(REPLIES) - 1)]
+        if self.kind == "anthropic":
+            return 200, {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"],
+                         "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+                         "stop_sequence": None, "usage": {"input_tokens": 11, "output_tokens": 7}}, retry
+        return 200, {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": body["model"],
+                     "choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": text}}],
+                     "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}, retry
 
 
 @pytest.fixture

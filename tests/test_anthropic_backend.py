@@ -5,78 +5,45 @@ cost recorded per call, and a verified environment at the end."""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 
 from engine.config import Settings
+from http_peer import JsonPeer
 from engine.synthesis.blueprint import Blueprint, analyze
 from engine.synthesis.designer import design
 
 
-class MessagesServer:
+class MessagesServer(JsonPeer):
     """A Messages-API peer: answers each role from the request's system prompt, with scripted faults."""
 
     def __init__(self, seed: dict):
+        super().__init__()
         self.seed = seed
-        self.requests: list[dict] = []
         self.faults = {"first_request_429": True, "analyst_malformed": True}
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                status, payload, headers = server.answer(self.path, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     def answer(self, path: str, body: dict):
-        with self.lock:
-            self.requests.append({"path": path, "body": body})
-            if self.faults.pop("first_request_429", False):
-                return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, \
-                    {"retry-after-ms": "20"}
-            system = body.get("system", "")
-            role = next(r for r in ("analyst", "designer", "engineer", "grader") if f"the {r.capitalize()}" in system
-                        or (r == "engineer" and "Data engineer" in system))
-            bp = analyze(self.seed)
-            if role == "analyst":
-                if self.faults.pop("analyst_malformed", False):
-                    text = "Sure! The blueprint keeps the imbalance and the interactions."
-                else:
-                    text = "```json\n" + json.dumps(bp.to_dict()) + "\n```"
-            elif role == "designer":
-                sc = design(Blueprint.from_dict(bp.to_dict()), self.seed, np.random.default_rng(len(self.requests)))
-                sc["domain"] = "llm-invented " + sc["domain"]
-                text = "Here is a new scenario:\n```json\n" + json.dumps(sc, default=float) + "\n```"
-            elif role == "engineer":
-                text = json.dumps({"signal": 1.3, "noise": 0.4, "label_noise": 0.02, "missing_rate": 0.0, "shift": 0.0})
+        if self.faults.pop("first_request_429", False):
+            return 429, {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}, \
+                {"retry-after-ms": "20"}
+        system = body.get("system", "")
+        role = next(r for r in ("analyst", "designer", "engineer", "grader") if f"the {r.capitalize()}" in system
+                    or (r == "engineer" and "Data engineer" in system))
+        bp = analyze(self.seed)
+        if role == "analyst":
+            if self.faults.pop("analyst_malformed", False):
+                text = "Sure! The blueprint keeps the imbalance and the interactions."
             else:
-                text = json.dumps({"metric": bp.metric})
+                text = "```json\n" + json.dumps(bp.to_dict()) + "\n```"
+        elif role == "designer":
+            sc = design(Blueprint.from_dict(bp.to_dict()), self.seed, np.random.default_rng(len(self.requests)))
+            sc["domain"] = "llm-invented " + sc["domain"]
+            text = "Here is a new scenario:\n```json\n" + json.dumps(sc, default=float) + "\n```"
+        elif role == "engineer":
+            text = json.dumps({"signal": 1.3, "noise": 0.4, "label_noise": 0.02, "missing_rate": 0.0, "shift": 0.0})
+        else:
+            text = json.dumps({"metric": bp.metric})
         prompt = body["messages"][0]["content"]
         return 200, {
             "id": f"msg_{len(self.requests)}", "type": "message", "role": "assistant", "model": body["model"],

@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import cli_runner
+
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory):
@@ -130,27 +132,9 @@ def test_regenerating_reproduces_identical_hashes(synth_store, tmp_path):
     assert other["public/train.csv"] != got["public/train.csv"]
 
 
-def _cli(capsys):
-    from conftest import CliResult
-
-    from workbench.cli import main
-
-    def run(*args: str) -> CliResult:
-        capsys.readouterr()
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        out = capsys.readouterr()
-        return CliResult(code, out.out, out.err)
-
-    return run
-
-
 def test_envs_cli_list_show_export_delete(synth_store, capsys, tmp_path):
     store, report = synth_store
-    run_cli = _cli(capsys)
+    run_cli = cli_runner(capsys)
     env_id = report["environments"][1]["env_id"]
     listed = run_cli("envs", "list", "--json").json()
     assert {e["id"] for e in listed} >= {o["env_id"] for o in report["environments"]}
