@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import click
 
@@ -50,7 +50,6 @@ def fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
-def progress(iterable: Iterable, length: int | None = None, label: str = "") -> Any:
-    """A progress bar on stderr that stays quiet when stderr is not a terminal."""
-    return click.progressbar(iterable, length=length, label=label, file=sys.stderr,
-                             show_pos=True, show_eta=True)
+def progress(length: int, label: str = "", **options: Any) -> Any:
+    """The one progress bar of the CLI: on stderr (stdout stays clean for --json), with position and ETA."""
+    return click.progressbar(length=length, label=label, file=sys.stderr, show_pos=True, show_eta=True, **options)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, progress, table
 
 
 def _fmt(v, digits=3):
@@ -45,7 +44,7 @@ def eval_(ctx: Context, policy_spec: str, scaffold: str, selector: str, n_seeds:
         raise SandmleError("--rng-seeds must be at least 1")
     envs = select_envs(ctx.store, selector, limit=limit)
     workers = workers or load_settings().executor.workers
-    bar = click.progressbar(length=len(envs) * n_seeds, label=f"eval {scaffold}", file=sys.stderr, show_pos=True)
+    bar = progress(len(envs) * n_seeds, f"eval {scaffold}")
     with bar:
         report = run_eval(ctx.store, policy_spec, envs, scaffold=scaffold, rng_seeds=list(range(n_seeds)),
                           max_turns=max_turns, step_timeout_s=step_timeout, episode_timeout_s=episode_timeout,

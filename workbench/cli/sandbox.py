@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, progress, table
 
 
 @click.group()
@@ -94,7 +93,7 @@ def _run_many(ctx: Context, settings, kind: str, address: str | None, repeat: in
     job = SandboxJob(command=command, source=str(source) if source else None, limits=limits, backend=backend,
                      warm=warm, meta={"env_id": env_id})
     n_workers = workers or settings.executor.workers
-    with click.progressbar(length=repeat, label=f"{kind} executor", file=sys.stderr) as bar:
+    with progress(repeat, f"{kind} executor") as bar:
         with get_executor(kind, store=ctx.store, workers=n_workers,
                           address=address or settings.executor.ray_address) as ex:
             results = ex.map([job] * repeat, progress=lambda n, total: bar.update(1))

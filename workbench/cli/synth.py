@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import sys
 
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, progress, table
 
 
 @click.command()
@@ -28,8 +27,8 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
     backend = backend or settings.synthesis.backend
     workers = workers or settings.executor.workers
     ctx.store.seeds.get(seed_id)
-    with click.progressbar(length=count, label=f"synth {seed_id}", file=sys.stderr, show_pos=True,
-                           item_show_func=lambda o: o and f"{o.env_id} {o.status}") as bar:
+    with progress(count, f"synth {seed_id}",
+                  item_show_func=lambda o: o and f"{o.env_id} {o.status}") as bar:
         def done(outcome) -> None:
             bar.update(1, outcome)
 

@@ -3,7 +3,6 @@ dataclass); `--config FILE.toml` supplies defaults that flags override. A progre
 
 from __future__ import annotations
 
-import sys
 import types
 from dataclasses import MISSING, fields
 from typing import Any, Callable
@@ -12,7 +11,7 @@ import click
 
 from engine.rl.config import GRPOConfig, SFTConfig
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx, progress
 
 
 def _click_type(tp: Any) -> tuple[Any, bool, bool]:
@@ -62,10 +61,6 @@ def train() -> None:
     """Train a LoRA adapter: SFT on good trajectories, then trajectory-wise GRPO."""
 
 
-def _bar(total: int, label: str):
-    return click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True, show_eta=True)
-
-
 @train.command("grpo")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with GRPO settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
@@ -85,7 +80,7 @@ def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> Non
 def _run_grpo(trainer, as_json: bool) -> None:
     click.echo(f"run {trainer.run_id}", err=True)
     trainer.setup()
-    bar = _bar(trainer.cfg.steps, f"grpo {trainer.run_id}")
+    bar = progress(trainer.cfg.steps, f"grpo {trainer.run_id}")
     bar.update(trainer.start_step - 1)
 
     def on_step(step: int, m: dict) -> None:
@@ -126,7 +121,7 @@ def _run_sft(run, as_json: bool) -> None:
 
     def on_progress(step: int, total: int, logs: dict) -> None:
         if state.bar is None:
-            state.bar = _bar(total, f"sft {run.run_id}")
+            state.bar = progress(total, f"sft {run.run_id}")
             state.bar.__enter__()
         state.bar.update(step - state.seen)
         state.seen = step
