@@ -1,4 +1,5 @@
-"""`sandmle bench sandbox --quick` produces every row and headline figure (a smoke run, not a timed test)."""
+"""`sandmle bench sandbox --quick` produces every row and headline figure (a smoke run, not a timed test), into
+the data dir unless --out names a folder."""
 
 from __future__ import annotations
 
@@ -6,12 +7,18 @@ import json
 
 import pytest
 
+from conftest import ROOT
+
 
 @pytest.mark.slow
-def test_bench_sandbox_quick_writes_its_rows(run_cli, tmp_path):
-    r = run_cli("bench", "sandbox", "--quick", "--json", "--out", str(tmp_path))
+def test_bench_sandbox_quick_writes_its_rows(run_cli, home):
+    shipped = ROOT / "benchmarks" / "results" / "sandbox.json"
+    before = shipped.read_bytes() if shipped.exists() else None
+    r = run_cli("bench", "sandbox", "--quick", "--json")
     assert r.code == 0, r.err
-    data = json.loads((tmp_path / "sandbox.json").read_text())
+    assert f"wrote {home / 'bench' / 'sandbox.json'}" in r.err
+    assert (shipped.read_bytes() if shipped.exists() else None) == before  # only --out benchmarks/results updates it
+    data = json.loads((home / "bench" / "sandbox.json").read_text())
     modes = {(row["case"], row["mode"]) for row in data["rows"]}
     assert {("empty step", "bare python -c pass"), ("empty step", "local cold"),
             ("pandas+sklearn step", "bare python"), ("pandas+sklearn step", "local cold")} <= modes

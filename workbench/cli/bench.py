@@ -1,33 +1,44 @@
-"""`sandmle bench NAME`: run a benchmark, print its table, write benchmarks/results/NAME.json."""
+"""`sandmle bench NAME`: run a benchmark, print its table, write ``<data dir>/bench/NAME.json`` (or ``--out``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
 @click.command()
 @click.argument("name", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
 @click.option("--quick", is_flag=True, help="A smaller run (fewer repeats/rows), for smoke checks.")
-@click.option("--out", type=click.Path(file_okay=False), help="Folder for the result file (default benchmarks/results).")
+@click.option("--out", type=click.Path(file_okay=False),
+              help="Folder for the result file (default <data dir>/bench; benchmarks/results updates the shipped "
+                   "results).")
+@wide_option
 @pass_ctx
-def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None) -> None:
-    """Run a benchmark (no NAME: list them). Results are written to benchmarks/results/NAME.json."""
-    from engine.bench import available, format_table, run_benchmark
+def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, wide: bool) -> None:
+    """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
+    from engine.bench import available, run_benchmark
 
     if not name:
         for n in available():
             click.echo(n)
         return
-    result, path = run_benchmark(name, ctx.store, results_dir=out, quick=quick)
+    result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else ctx.store.data_dir / "bench",
+                                 quick=quick)
     if as_json:
         emit_json(result.to_dict())
     else:
-        click.echo(format_table(result.rows))
+        headers = list(result.rows[0]) if result.rows else []
+        table([[_cell(r.get(h)) for h in headers] for r in result.rows], headers, wide=wide)
         for k, v in result.summary.items():
             click.echo(f"{k}: {v}")
         for note in result.notes:
             click.echo(f"note: {note}")
     click.echo(f"wrote {path}", err=True)
+
+
+def _cell(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else ("" if value is None else str(value))

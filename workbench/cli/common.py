@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import time
 from typing import Any, Sequence
 
 import click
@@ -35,12 +37,52 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False, default=str))
 
 
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> None:
-    """Print a plain aligned table (no colours: it must read well over SSH and in logs)."""
-    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+#: a duration in seconds given on the command line: more than 0 (0 or less is a usage error)
+POSITIVE_S = click.FloatRange(min=0, min_open=True)
+
+#: the width tables fit when stdout is not a terminal (pipes, logs, an 80x24 SSH session)
+TABLE_WIDTH = 80
+
+wide_option = click.option("--wide", is_flag=True, help="Show every column in full (tables fit 80 columns by default).")
+
+
+def _table_width() -> int:
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size((TABLE_WIDTH, 24)).columns)
+    return TABLE_WIDTH
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, ending with … when something was cut."""
+    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
+
+
+def fit_widths(widths: list[int], limit: int, keep: Sequence[int] = (0,)) -> list[int]:
+    """Column widths whose sum (plus two spaces between columns) fits ``limit``. The widest column not in
+    ``keep`` loses one character at a time: first down to 12 characters, then (only if still too wide) to 4."""
+    widths = list(widths)
+    for floor in (12, 4):
+        floors = [w if i in keep else min(w, floor) for i, w in enumerate(widths)]
+        while sum(widths) + 2 * (len(widths) - 1) > limit:
+            candidates = [i for i in range(len(widths)) if widths[i] > floors[i]]
+            if not candidates:
+                break
+            widths[max(candidates, key=lambda i: widths[i])] -= 1
+    return widths
+
+
+def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, wide: bool = False,
+          keep: Sequence[int] = (0,)) -> None:
+    """Print a plain aligned table (no colours: it must read well over SSH and in logs). It fits the terminal
+    (80 columns when stdout is not one): long cells end with …, except in the columns of ``keep`` (ids);
+    ``wide`` prints every cell in full."""
+    cells = [[str(h) for h in headers]] + [
+        ["" if c is None else " ".join(str(c).split("\n")) for c in r] for r in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    if not wide:
+        widths = fit_widths(widths, _table_width(), keep)
     for n, row in enumerate(cells):
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+        click.echo("  ".join(clip(c, w).ljust(w) for c, w in zip(row, widths)).rstrip())
         if n == 0:
             click.echo("  ".join("-" * w for w in widths))
 
@@ -50,6 +92,50 @@ def fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+class LineProgress:
+    """Progress for a stderr that is not a terminal (a log file, a pipe, a workbench job): one plain line at the
+    start, then one at most every ``every_s`` seconds, and one at the end, instead of a bar redrawn with \\r."""
+
+    def __init__(self, length: int, label: str, item_show_func: Any = None, every_s: float = 10.0):
+        self.length, self.label, self.item_show_func, self.every_s = length, label, item_show_func, every_s
+        self.pos = 0
+        self._start = self._last = time.monotonic()
+        self._last_pos = -1
+        self._item: Any = None
+
+    def __enter__(self) -> "LineProgress":
+        self._print()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._last_pos != self.pos:
+            self._print()
+
+    def update(self, n_steps: int, current_item: Any = None) -> None:
+        self.pos += n_steps
+        if current_item is not None:
+            self._item = current_item
+        if n_steps and (self.pos >= self.length or time.monotonic() - self._last >= self.every_s):
+            self._print()
+
+    def _print(self) -> None:
+        self._last, self._last_pos = time.monotonic(), self.pos
+        elapsed = self._last - self._start
+        line = f"{self.label}: {self.pos}/{self.length}"
+        if self.length:
+            line += f" ({100 * self.pos // self.length}%)"
+        line += f" · {elapsed:.0f}s"
+        if 0 < self.pos < self.length:
+            line += f" · eta {elapsed / self.pos * (self.length - self.pos):.0f}s"
+        shown = self.item_show_func(self._item) if self.item_show_func and self._item is not None else None
+        if shown:
+            line += f" · {shown}"
+        click.echo(line, err=True)
+
+
 def progress(length: int, label: str = "", **options: Any) -> Any:
-    """The one progress bar of the CLI: on stderr (stdout stays clean for --json), with position and ETA."""
+    """The one progress of the CLI, on stderr (stdout stays clean for --json): a bar with position and ETA on a
+    terminal, plain progress lines elsewhere (logs, pipes, workbench jobs)."""
+    if not sys.stderr.isatty():
+        return LineProgress(length, label, item_show_func=options.get("item_show_func"))
     return click.progressbar(length=length, label=label, file=sys.stderr, show_pos=True, show_eta=True, **options)

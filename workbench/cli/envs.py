@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
 @click.group()
@@ -16,24 +16,41 @@ def envs() -> None:
 @click.option("--seed", "seed_id", help="Only environments of this seed.")
 @click.option("--status", type=click.Choice(["verified", "rejected", "pending"]), help="Only this status.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@wide_option
 @pass_ctx
-def list_(ctx: Context, seed_id: str | None, status: str | None, as_json: bool) -> None:
-    """List environments (newest last)."""
+def list_(ctx: Context, seed_id: str | None, status: str | None, as_json: bool, wide: bool) -> None:
+    """List environments (newest last); a rejected one shows why instead of its title."""
     rows = ctx.store.envs.list(seed_id=seed_id, status=status)
     keys = ("id", "seed_id", "title", "status", "reason", "modality", "task_type", "metric", "n_train", "n_test",
             "split", "backend", "rng_seed", "created_at")
     if as_json:
         emit_json([{k: r.get(k) for k in keys} for r in rows])
         return
-    table([(r["id"], r["seed_id"], r["status"], r["metric"], r["n_train"], r["n_test"], (r["title"] or "")[:44])
-           for r in rows], ["id", "seed", "status", "metric", "train", "test", "title"])
+    table([(r["id"], r["status"], r["metric"], _rows(r),
+            r["reason"] if r["status"] == "rejected" and r["reason"] else r["title"]) for r in rows],
+          ["id", "status", "metric", "rows", "title / why"], wide=wide)
+
+
+def _rows(row: dict) -> str:
+    """``train/test`` row counts, ``-`` for what is not known."""
+    return f"{_v(row['n_train'])}/{_v(row['n_test'])}"
+
+
+def _v(value: object) -> str:
+    """A value for a human: ``-`` when it is missing (never ``None``)."""
+    return "-" if value is None or value == "" else str(value)
+
+
+def _g(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4g}"
 
 
 @envs.command("show")
 @click.argument("env_id")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON (row, leaderboard, files, attempts).")
+@wide_option
 @pass_ctx
-def show(ctx: Context, env_id: str, as_json: bool) -> None:
+def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
     """Show one environment: card, thresholds, leaderboard and the synthesis history."""
     store = ctx.store
     row = store.envs.get(env_id)
@@ -45,34 +62,47 @@ def show(ctx: Context, env_id: str, as_json: bool) -> None:
                                 for a in attempts]})
         return
     direction = "lower" if row["lower_is_better"] else "higher"
-    click.echo(f"{row['id']}: {row['title']}")
-    click.echo(f"  seed {row['seed_id']} · {row['modality']} {row['task_type']} · metric {row['metric']} "
-               f"({direction} is better) · status {row['status']}")
+    click.echo(f"{row['id']}: {_v(row['title'])}")
+    click.echo(f"  seed {_v(row['seed_id'])} · {_v(row['modality'])} {_v(row['task_type'])} · metric "
+               f"{row['metric']} ({direction} is better) · status {row['status']}")
     if row["reason"]:
         click.echo(f"  reason: {row['reason']}")
-    click.echo(f"  train {row['n_train']} / test {row['n_test']} rows · backend {row['backend']} · "
-               f"rng seed {row['rng_seed']} · {row['dir']}")
+    click.echo(f"  train {_v(row['n_train'])} / test {_v(row['n_test'])} rows · backend {_v(row['backend'])} · "
+               f"rng seed {_v(row['rng_seed'])} · {_v(row['dir'])}")
     if row["thresholds"]:
-        t = row["thresholds"]
-        click.echo(f"  medals: gold {t['gold']:.4g} · silver {t['silver']:.4g} · bronze {t['bronze']:.4g} · "
-                   f"median {t['median']:.4g}")
+        click.echo("  medals: " + " · ".join(f"{k} {_g(row['thresholds'].get(k))}"
+                                             for k in ("gold", "silver", "bronze", "median")))
     if board:
         click.echo("\nleaderboard:")
-        table([(e["name"], f"{e['score']:.4g}", e["rng_seed"], e["source"]) for e in board],
-              ["entry", "score", "rng seed", "source"])
-    click.echo("\nsynthesis history:")
-    table([(a["role"], a["attempt"], a["verdict"], (a["feedback"] or "")[:80]) for a in attempts],
-          ["role", "try", "verdict", "feedback"])
+        table([(e["name"], _g(e["score"]), _v(e["rng_seed"]), _v(e["source"])) for e in board],
+              ["entry", "score", "rng seed", "source"], wide=wide)
+    if attempts:
+        click.echo("\nsynthesis history:")
+        table([(a["role"], a["attempt"], a["verdict"], a["feedback"] or "") for a in attempts],
+              ["role", "try", "verdict", "feedback"], wide=wide)
 
 
 @envs.command("export")
 @click.argument("env_id")
 @click.argument("dest", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Replace DEST if it holds an earlier export.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @pass_ctx
-def export(ctx: Context, env_id: str, dest: str, as_json: bool) -> None:
+def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> None:
     """Write an MLE-bench-style competition folder (config.yaml, description.md, prepared/, leaderboard.csv)."""
+    import shutil
+    from pathlib import Path
+
     from engine.envs import export_env
+
+    folder = Path(dest)
+    if folder.is_dir() and any(folder.iterdir()):
+        if not force:
+            raise click.UsageError(f"{dest} exists and is not empty; add --force to replace an earlier export")
+        if not (folder / "config.yaml").is_file() or not (folder / "prepared").is_dir():
+            raise click.UsageError(f"{dest} does not hold an export (no config.yaml and prepared/); not replacing it")
+        ctx.store.envs.get(env_id)  # an unknown id leaves the old export alone
+        shutil.rmtree(folder)
 
     path = export_env(ctx.store, env_id, dest)
     if as_json:

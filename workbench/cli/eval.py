@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx, progress, table
+from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, wide_option
 
 
 def _fmt(v, digits=3):
@@ -20,28 +20,28 @@ def _fmt(v, digits=3):
 @click.option("--envs", "selector", required=True,
               help="Env ids, split:NAME, seed:ID, all, or a folder of environments / MLE-bench competitions "
                    "(comma-separated).")
-@click.option("--rng-seeds", "n_seeds", type=int, default=1, show_default=True, help="Seeds per environment (0..K-1).")
-@click.option("--limit", type=int, help="Evaluate on the first N selected environments only.")
-@click.option("--max-turns", type=int, help="Turn budget per episode. Default per scaffold (react 15, aide 5).")
-@click.option("--workers", type=int, help="Episodes at once (default: [executor] workers of the settings).")
+@click.option("--rng-seeds", "n_seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds per environment (0..K-1).")
+@click.option("--limit", type=click.IntRange(min=1), help="Evaluate on the first N selected environments only.")
+@click.option("--max-turns", type=click.IntRange(min=1),
+              help="Turn budget per episode. Default per scaffold (react 15, aide 5).")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Episodes at once (default: [executor] workers of the settings).")
 @click.option("--executor", type=click.Choice(["thread", "process"]), default="thread", show_default=True,
               help="Run episodes in threads (one policy in memory) or spawned processes.")
-@click.option("--step-timeout", type=float, default=300, show_default=True, help="Seconds per code step.")
-@click.option("--episode-timeout", type=float, default=1200, show_default=True, help="Seconds per episode.")
+@click.option("--step-timeout", type=POSITIVE_S, default=300, show_default=True, help="Seconds per code step.")
+@click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--name", help="A name for the eval run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@wide_option
 @pass_ctx
 def eval_(ctx: Context, policy_spec: str, scaffold: str, selector: str, n_seeds: int, limit: int | None,
           max_turns: int | None, workers: int | None, executor: str, step_timeout: float, episode_timeout: float,
-          name: str | None, as_json: bool) -> None:
+          name: str | None, as_json: bool, wide: bool) -> None:
     """Evaluate a policy: medal / valid / above-median rates and HumanRank as mean ± SEM over seeds, plus a
     per-environment table. Results go into the store as an eval run."""
     from engine.config import load_settings
-    from engine.errors import SandmleError
     from engine.eval import run_eval, select_envs
 
-    if n_seeds < 1:
-        raise SandmleError("--rng-seeds must be at least 1")
     envs = select_envs(ctx.store, selector, limit=limit)
     workers = workers or load_settings().executor.workers
     bar = progress(len(envs) * n_seeds, f"eval {scaffold}")
@@ -56,9 +56,9 @@ def eval_(ctx: Context, policy_spec: str, scaffold: str, selector: str, n_seeds:
     s = report.summary
     click.echo(f"eval run {report.run_id}: {report.policy} · {report.scaffold} · {report.n_envs} envs × "
                f"{len(report.rng_seeds)} seeds · {report.wall_s:.0f}s")
-    table([(k, _fmt(v["mean"]), _fmt(v["sem"])) for k, v in s.items()], ["rate", "mean", "± sem"])
+    table([(k, _fmt(v["mean"]), _fmt(v["sem"])) for k, v in s.items()], ["rate", "mean", "± sem"], wide=wide)
     click.echo("")
     table([(r["env_id"], r["episodes"], _fmt(r["valid"], 2), _fmt(r["any_medal"], 2), r["gold"], r["silver"],
             r["bronze"], _fmt(r["mean_score"], 4), _fmt(r["human_rank"], 2), _fmt(r["reward"], 2))
            for r in report.per_env],
-          ["env", "n", "valid", "medal", "gold", "silver", "bronze", "score", "HR", "reward"])
+          ["env", "n", "valid", "medal", "gold", "silver", "bronze", "score", "HR", "reward"], wide=wide, keep=())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx
+from .common import POSITIVE_S, Context, emit_json, pass_ctx
 
 
 @click.command()
@@ -13,10 +13,11 @@ from .common import Context, emit_json, pass_ctx
               help="Policy spec: scripted[:skill=0.7], hf:PATH[,adapter=DIR], anthropic:MODEL, openai:MODEL.")
 @click.option("--scaffold", default="react", show_default=True, type=click.Choice(["react", "aide", "oneshot"]),
               help="How the policy acts.")
-@click.option("--max-turns", type=int, help="Turn budget (react: model calls; aide: nodes). Default per scaffold.")
+@click.option("--max-turns", type=click.IntRange(min=1),
+              help="Turn budget (react: model calls; aide: nodes). Default per scaffold.")
 @click.option("--seed", "rng_seed", type=int, default=0, show_default=True, help="RNG seed of the episode.")
-@click.option("--step-timeout", type=float, default=300, show_default=True, help="Seconds per code step.")
-@click.option("--episode-timeout", type=float, default=1200, show_default=True, help="Seconds per episode.")
+@click.option("--step-timeout", type=POSITIVE_S, default=300, show_default=True, help="Seconds per code step.")
+@click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--reward", default="milestone", show_default=True, help="Reward scheme: milestone, sparse, humanrank.")
 @click.option("--show", is_flag=True, help="Print every turn (text, code, observation).")
 @click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
@@ -26,9 +27,11 @@ def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_tur
     """Run one episode and store the trajectory, its submission, grade report and reward."""
     from engine.agents.policy import load_policy
     from engine.agents.rollout import run_episode
+    from engine.config import load_settings
     from engine.eval import DEFAULT_TURNS, resolve_env
     from engine.grading.rewards import get_scheme
 
+    load_settings()  # a bad config is one line, as for every other command
     get_scheme(reward)
     env = resolve_env(ctx.store, env_ref)
     policy = load_policy(policy_spec)

@@ -8,7 +8,7 @@ import socket
 
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
 def _alive(row: dict) -> bool:
@@ -40,8 +40,9 @@ def runs() -> None:
 @runs.command("list")
 @click.option("--kind", help="Only runs of this kind (sft, grpo, eval, bench, ...).")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@wide_option
 @pass_ctx
-def list_(ctx: Context, kind: str | None, as_json: bool) -> None:
+def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
     """List runs, newest first (status 'dead' = killed while running; resume it)."""
     rows = ctx.store.runs.list(kind=kind)
     out = []
@@ -53,7 +54,7 @@ def list_(ctx: Context, kind: str | None, as_json: bool) -> None:
         emit_json(out)
         return
     table([(o["id"], o["kind"], o["status"], f"{o['step'] or 0}/{o['steps'] or '-'}", o["name"] or "",
-            o["created_at"][:19]) for o in out], ["id", "kind", "status", "step", "name", "created"])
+            o["created_at"][:19]) for o in out], ["id", "kind", "status", "step", "name", "created"], wide=wide)
 
 
 @runs.command("show")
@@ -82,7 +83,7 @@ def show(ctx: Context, run_id: str, as_json: bool) -> None:
         table([(k, f"{v:.4g}" if isinstance(v, float) else v) for k, v in sorted(last.items())], ["metric", "value"])
     if ckpts:
         click.echo("checkpoints:")
-        table([(c["step"], c["path"]) for c in ckpts], ["step", "path"])
+        table([(c["step"], c["path"]) for c in ckpts], ["step", "path"], keep=(0, 1))
 
 
 @runs.command("stop")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import Context, emit_json, pass_ctx, progress, table
+from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, wide_option
 
 
 @click.group()
@@ -22,7 +22,7 @@ def sandbox() -> None:
 @click.option("--workdir", type=click.Path(exists=True, file_okay=False), help="Start from a copy of this folder.")
 @click.option("--backend", type=click.Choice(["local", "docker"]), help="Sandbox backend (default: settings).")
 @click.option("--warm/--cold", default=None, help="`python FILE` on the warm worker (pandas/sklearn imported).")
-@click.option("--timeout", "timeout_s", type=float, help="Wall-time limit in seconds.")
+@click.option("--timeout", "timeout_s", type=POSITIVE_S, help="Wall-time limit in seconds.")
 @click.option("--memory-mb", type=int, help="Memory limit in MB (>= 1024 for pandas/sklearn).")
 @click.option("--executor", type=click.Choice(["inline", "local", "ray"]), default="inline", show_default=True,
               help="inline: in this process; local: a process pool; ray: Ray (local, or --address).")
@@ -111,13 +111,18 @@ def runs() -> None:
     """Sandbox runs recorded in the store."""
 
 
+#: what a sandbox run's status can be: one of the results, still running, or dead (its process went away)
+RUN_STATUSES = ("ok", "error", "timeout", "memory", "killed", "output_limit", "running", "dead")
+
+
 @runs.command("list")
-@click.option("--status", help="Only runs with this status (ok, error, timeout, memory, killed, output_limit, running).")
+@click.option("--status", type=click.Choice(RUN_STATUSES), help="Only runs with this status.")
 @click.option("--env", "env_id", help="Only runs of this environment.")
-@click.option("--limit", type=int, default=50, show_default=True, help="How many runs to list.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="How many runs to list.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@wide_option
 @pass_ctx
-def runs_list(ctx: Context, status: str | None, env_id: str | None, limit: int, as_json: bool) -> None:
+def runs_list(ctx: Context, status: str | None, env_id: str | None, limit: int, as_json: bool, wide: bool) -> None:
     """List sandbox runs, newest first."""
     rows = ctx.store.sandbox.list(status=status, env_id=env_id, limit=limit)
     if as_json:
@@ -125,8 +130,14 @@ def runs_list(ctx: Context, status: str | None, env_id: str | None, limit: int, 
         return
     table([(r["id"], r["status"], r["exit_code"], f"{r['wall_s']:.3f}" if r["wall_s"] is not None else "",
             r["backend"] + ("/warm" if (r.get("isolation") or {}).get("warm") else ""), r.get("executor") or "",
-            len(r.get("warnings") or []), (r["command"] or "")[:40]) for r in rows],
-          ["id", "status", "exit", "wall_s", "backend", "executor", "warnings", "command"])
+            len(r.get("warnings") or []), _short_command(r["command"] or "")) for r in rows],
+          ["id", "status", "exit", "wall_s", "backend", "executor", "warn", "command"], wide=wide)
+
+
+def _short_command(command: str) -> str:
+    """A recorded command as a user typed it: the sandbox's interpreter path shown as ``python``."""
+    head, _, rest = command.partition(" ")
+    return f"python {rest}".rstrip() if Path(head).name.startswith("python") else command
 
 
 @runs.command("show")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
 @click.group()
@@ -16,8 +16,9 @@ def seeds() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @click.option("--modality", help="Only seeds of this modality.")
 @click.option("--enabled/--all", "only_enabled", default=False, help="Only enabled seeds.")
+@wide_option
 @pass_ctx
-def list_(ctx: Context, as_json: bool, modality: str | None, only_enabled: bool) -> None:
+def list_(ctx: Context, as_json: bool, modality: str | None, only_enabled: bool, wide: bool) -> None:
     """List the seeds in the store."""
     rows = ctx.store.seeds.list(modality=modality, enabled=True if only_enabled else None)
     if as_json:
@@ -26,14 +27,15 @@ def list_(ctx: Context, as_json: bool, modality: str | None, only_enabled: bool)
         return
     table([(r["id"], r["modality"], r["task_type"], r["metric"], "yes" if r["enabled"] else "no",
             ",".join(r["tags"]), r["n_verified"]) for r in rows],
-          ["id", "modality", "task", "metric", "enabled", "tags", "envs"])
+          ["id", "modality", "task", "metric", "on", "tags", "envs"], wide=wide)
 
 
 @seeds.command("show")
 @click.argument("seed_id")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@wide_option
 @pass_ctx
-def show(ctx: Context, seed_id: str, as_json: bool) -> None:
+def show(ctx: Context, seed_id: str, as_json: bool, wide: bool) -> None:
     """Show one seed: card, schema and description."""
     seed = ctx.store.seeds.get(seed_id)
     if as_json:
@@ -51,7 +53,7 @@ def show(ctx: Context, seed_id: str, as_json: bool) -> None:
         click.echo("  hints " + ", ".join(f"{k}={v}" for k, v in seed["hints"].items()))
     click.echo("\nschema:")
     table([(c["name"], c["dtype"], c["role"], c.get("description", "")) for c in seed["columns"]],
-          ["column", "dtype", "role", "description"])
+          ["column", "dtype", "role", "description"], wide=wide)
     click.echo("\n" + seed["description"].strip())
 
 
@@ -100,9 +102,19 @@ def disable(ctx: Context, seed_id: str) -> None:
     click.echo(f"{seed_id}: disabled")
 
 
+def _tag(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A tag is one word-like label: not empty, no comma (lists of tags are shown comma-separated)."""
+    tag = value.strip()
+    if not tag:
+        raise click.BadParameter("a tag cannot be empty", ctx, param)
+    if "," in tag:
+        raise click.BadParameter(f"{tag!r}: a tag cannot contain a comma (add one tag at a time)", ctx, param)
+    return tag
+
+
 @seeds.command("tag")
 @click.argument("seed_id")
-@click.argument("tag")
+@click.argument("tag", callback=_tag)
 @click.option("--remove", is_flag=True, help="Remove the tag instead of adding it.")
 @pass_ctx
 def tag(ctx: Context, seed_id: str, tag: str, remove: bool) -> None:

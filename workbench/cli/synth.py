@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import click
 
-from .common import Context, emit_json, pass_ctx, progress, table
+from .common import Context, emit_json, pass_ctx, progress, table, wide_option
 
 
 @click.command()
 @click.option("--seed", "seed_id", required=True, help="Seed task to imitate (see `sandmle seeds list`).")
-@click.option("--count", type=int, default=1, show_default=True, help="Environments to attempt.")
+@click.option("--count", type=click.IntRange(min=1), default=1, show_default=True, help="Environments to attempt.")
 @click.option("--backend", type=click.Choice(["procedural", "anthropic", "openai"]), default=None,
               help="Synthesis backend (default: [synthesis] backend in the config, else procedural).")
-@click.option("--workers", type=int, default=None, help="Environments built at once (default: [executor] workers).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Environments built at once (default: [executor] workers).")
 @click.option("--rng-seed", type=int, default=None, help="Make the batch reproducible (procedural backend).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@wide_option
 @pass_ctx
 def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, rng_seed: int | None,
-          as_json: bool) -> None:
+          as_json: bool, wide: bool) -> None:
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons."""
     from engine.config import load_settings
     from engine.synthesis.pipeline import synthesize
@@ -37,8 +39,8 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
     if as_json:
         emit_json(report.to_dict())
         return
-    table([(o.env_id, o.status, o.metric, _fmt(o.trivial), _fmt(o.strong), f"{o.wall_s:.1f}", o.reason[:70])
-           for o in report.outcomes], ["env", "status", "metric", "constant", "strong", "s", "reason"])
+    table([(o.env_id, o.status, o.metric, _fmt(o.trivial), _fmt(o.strong), f"{o.wall_s:.1f}", o.reason)
+           for o in report.outcomes], ["env", "status", "metric", "constant", "strong", "s", "reason"], wide=wide)
     s = report.summary()
     click.echo(f"{s['verified']}/{s['attempted']} verified in {s['wall_s']:.1f}s "
                f"({s['verified_per_min']:.1f}/min) · run {s['run_id']}")

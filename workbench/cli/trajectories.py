@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from .common import Context, emit_json, pass_ctx, table
+from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
 def _filters(run, env, policy, min_reward, limit=None):
@@ -21,10 +23,11 @@ def trajectories() -> None:
 @click.option("--env", help="Only trajectories of this environment.")
 @click.option("--policy", help="Only trajectories of this policy name.")
 @click.option("--min-reward", type=float, help="Only trajectories with at least this reward.")
-@click.option("--limit", type=int, default=50, show_default=True, help="At most this many rows.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many rows.")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@wide_option
 @pass_ctx
-def list_(ctx: Context, run, env, policy, min_reward, limit, as_json) -> None:
+def list_(ctx: Context, run, env, policy, min_reward, limit, as_json, wide) -> None:
     """List trajectories, oldest first."""
     rows = ctx.store.trajectories.list(**_filters(run, env, policy, min_reward, limit))
     if as_json:
@@ -33,7 +36,7 @@ def list_(ctx: Context, run, env, policy, min_reward, limit, as_json) -> None:
     table([(r["id"], r["env_id"], r["policy"], r["scaffold"], r["n_turns"], r["status"],
             "-" if r["reward"] is None else f"{r['reward']:.3f}",
             "valid" if (r["grade"] or {}).get("valid_submission") else "invalid") for r in rows],
-          ["id", "env", "policy", "scaffold", "turns", "status", "reward", "submission"])
+          ["id", "env", "policy", "scaffold", "turns", "status", "reward", "submission"], wide=wide)
 
 
 @trajectories.command("show")
@@ -52,9 +55,15 @@ def show(ctx: Context, trajectory_id: str, as_json: bool) -> None:
         click.echo(t["text"])
 
 
+#: export formats by file suffix
+SUFFIXES = {".jsonl": "jsonl", ".parquet": "parquet"}
+
+
 @trajectories.command("export")
 @click.argument("out", type=click.Path(dir_okay=False, path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]), help="Default: from the file suffix.")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "parquet"]),
+              help="Default: from the file suffix (.jsonl or .parquet).")
+@click.option("--force", is_flag=True, help="Overwrite OUT if it exists.")
 @click.option("--run", help="Only trajectories of this run.")
 @click.option("--env", help="Only trajectories of this environment.")
 @click.option("--policy", help="Only trajectories of this policy name.")
@@ -62,10 +71,16 @@ def show(ctx: Context, trajectory_id: str, as_json: bool) -> None:
 @click.option("--valid-only", is_flag=True, help="Only trajectories whose submission was valid.")
 @click.option("--tokens", is_flag=True, help="Include per-message token ids (hf policies).")
 @pass_ctx
-def export(ctx: Context, out, fmt, run, env, policy, min_reward, valid_only, tokens) -> None:
+def export(ctx: Context, out, fmt, force, run, env, policy, min_reward, valid_only, tokens) -> None:
     """Export trajectories as an HF-datasets-compatible JSONL or Parquet file (chat `messages` + outcomes)."""
     from engine.agents.export import export_trajectories
 
-    n = export_trajectories(ctx.store, out, fmt=fmt, with_tokens=tokens, only_valid=valid_only,
+    suffix = Path(out).suffix.lower()
+    if fmt is None and suffix not in SUFFIXES:
+        raise click.BadParameter(f"unknown extension {suffix or '(none)'!r}; use .jsonl or .parquet (or --format)",
+                                 param_hint=f"OUT {out!r}")
+    if Path(out).exists() and not force:
+        raise click.UsageError(f"{out} exists; add --force to overwrite it")
+    n = export_trajectories(ctx.store, out, fmt=fmt or SUFFIXES[suffix], with_tokens=tokens, only_valid=valid_only,
                             **_filters(run, env, policy, min_reward))
     click.echo(f"wrote {n} trajectories to {out}")
