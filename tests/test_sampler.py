@@ -1,0 +1,163 @@
+"""The batched hf sampler on a tiny model built here: concurrent requests share batches, and each request gives the
+same tokens (and log-probs, to float rounding) as when it runs alone with the same seed — greedy and sampled; its
+log-probs are the trainer's own recomputation of the sampled tokens."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from engine.inference import SampleRequest, StaleSampleError, check_fresh
+from engine.inference.hf import HFSampler
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from engine.models import build_tiny_model, load_causal_lm
+
+    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hidden=64, layers=2, heads=2, kv_heads=1,
+                            vocab_size=600)
+    return load_causal_lm(path, device="cpu")
+
+
+def _prompts(tok) -> list[list[int]]:
+    texts = ["x" * 3, "import pandas as pd\n" * 2, "a longer prompt about a tabular task " * 3, "y", "z" * 9]
+    return [tok(f"<|user|>\n{t}<|end|><|assistant|>\n", add_special_tokens=False)["input_ids"] for t in texts]
+
+
+def _concurrently(sampler: HFSampler, requests: list[SampleRequest]):
+    out = [None] * len(requests)
+
+    def one(i: int) -> None:
+        out[i] = sampler.generate([requests[i]])[0]
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(requests))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return out
+
+
+@pytest.mark.parametrize("temperature,top_p", [(0.0, 1.0), (1.0, 1.0), (0.7, 0.9)])
+def test_batched_gives_the_serial_tokens_for_the_same_seeds(tiny, temperature, top_p):
+    model, tok = tiny
+    requests = [SampleRequest(tuple(p), max_new_tokens=12 + 3 * i, temperature=temperature, top_p=top_p,
+                              seed=100 + i) for i, p in enumerate(_prompts(tok))]
+    serial = HFSampler(model, pad_id=tok.pad_token_id, max_batch=1)
+    batched = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=200)
+    try:
+        alone = [serial.generate([r])[0] for r in requests]
+        together = _concurrently(batched, requests)
+    finally:
+        serial.close()
+        batched.close()
+    assert serial.stats.batches == len(requests)
+    assert batched.stats.batches < len(requests) and batched.stats.mean_batch > 1  # callers really shared batches
+    for a, b, r in zip(alone, together, requests):
+        assert a.token_ids == b.token_ids and len(a.token_ids) == r.max_new_tokens
+        assert a.finish_reason == b.finish_reason == "length"
+        assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+        assert all(lp <= 0 for lp in a.logprobs)
+    if temperature > 0:  # different seeds give different samples
+        assert len({tuple(s.token_ids) for s in together}) == len(requests)
+
+
+def test_a_seed_repeats_and_another_seed_differs(tiny):
+    model, tok = tiny
+    prompt = tuple(_prompts(tok)[2])
+    sampler = HFSampler(model, pad_id=tok.pad_token_id)
+    try:
+        a, b, c = sampler.generate([SampleRequest(prompt, 16, seed=s) for s in (5, 5, 6)])
+    finally:
+        sampler.close()
+    assert a.token_ids == b.token_ids and a.token_ids != c.token_ids
+
+
+def test_greedy_matches_transformers_generate(tiny):
+    model, tok = tiny
+    prompt = _prompts(tok)[1]
+    sampler = HFSampler(model, pad_id=tok.pad_token_id)
+    try:
+        sample = sampler.generate([SampleRequest(tuple(prompt), 10, temperature=0.0)])[0]
+    finally:
+        sampler.close()
+    ref = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                         max_new_tokens=10, do_sample=False, eos_token_id=None, pad_token_id=tok.pad_token_id)
+    assert sample.token_ids == ref[0, len(prompt):].tolist()
+
+
+def test_a_stop_token_ends_the_sample_and_is_kept(tiny):
+    model, tok = tiny
+    prompt = tuple(_prompts(tok)[0])
+    sampler = HFSampler(model, pad_id=tok.pad_token_id)
+    try:
+        free = sampler.generate([SampleRequest(prompt, 6, temperature=0.0)])[0]
+        stop = free.token_ids[2]
+        stopped, other = sampler.generate([SampleRequest(prompt, 6, temperature=0.0, stop_ids=(stop,)),
+                                           SampleRequest(prompt, 6, temperature=0.0)])
+    finally:
+        sampler.close()
+    first = free.token_ids.index(stop)
+    assert stopped.token_ids == free.token_ids[: first + 1] and stopped.finish_reason == "stop"
+    assert other.token_ids == free.token_ids and other.finish_reason == "length"
+
+
+def test_sampled_logprobs_are_the_trainers_recomputation(tiny):
+    from engine.rl.objective import sequence_logprobs
+
+    model, tok = tiny
+    temperature = 0.8
+    requests = [SampleRequest(tuple(p), 14, temperature=temperature, seed=i) for i, p in enumerate(_prompts(tok))]
+    sampler = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=100)
+    try:
+        samples = _concurrently(sampler, requests)
+    finally:
+        sampler.close()
+    for r, s in zip(requests, samples):
+        ids = torch.tensor([list(r.prompt_ids) + s.token_ids])
+        with torch.no_grad():
+            lp = sequence_logprobs(model, ids, torch.ones_like(ids), temperature)[0, len(r.prompt_ids) - 1:]
+        assert torch.allclose(lp, torch.tensor(s.logprobs), atol=1e-4)
+
+
+def test_publish_waits_for_the_running_batch_and_tags_later_samples(tiny):
+    model, tok = tiny
+    sampler = HFSampler(model, pad_id=tok.pad_token_id, version=3)
+    prompt = tuple(_prompts(tok)[0])
+    try:
+        assert sampler.generate([SampleRequest(prompt, 2)])[0].version == 3
+        sampler.sleep()
+        got: list = []
+        waiting = threading.Thread(target=lambda: got.append(sampler.generate([SampleRequest(prompt, 2)])[0]))
+        waiting.start()
+        waiting.join(timeout=0.3)
+        assert waiting.is_alive() and not got  # asleep: no batch starts during the update
+        sampler.publish(model, 4)
+        sampler.wake_up()
+        waiting.join(timeout=30)
+    finally:
+        sampler.close()
+    assert got[0].version == 4
+
+
+def test_check_fresh_refuses_stale_and_base_samples():
+    check_fresh([4, 4], 4)
+    check_fresh([3, 4], 4, max_staleness=1)
+    with pytest.raises(StaleSampleError, match="version 3; expected 4"):
+        check_fresh([4, 3], 4)
+    with pytest.raises(StaleSampleError, match="base model"):
+        check_fresh([None], 4)
+    with pytest.raises(StaleSampleError):
+        check_fresh([2], 4, max_staleness=1)
+
+
+def test_bad_requests_are_refused_in_one_line():
+    from engine.inference import SamplerError
+
+    with pytest.raises(SamplerError, match="at least one prompt token"):
+        SampleRequest((), 4)
+    with pytest.raises(SamplerError, match="max_new_tokens"):
+        SampleRequest((1, 2), 0)
