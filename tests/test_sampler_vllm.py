@@ -1,0 +1,166 @@
+"""The vLLM server sampler against the local stand-in (tests/vllm_standin.py, the tiny model behind vLLM's
+OpenAI-compatible routes): adapters go in as ``policy-step-N`` and the previous one goes out, samples come back as
+exact token ids + log-probs equal to the trainer's own, and samples from a stale adapter — or from an engine that
+silently ignores the adapter — are refused."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT
+from engine.inference import SampleRequest, SamplerError, StaleSampleError, check_fresh
+from engine.inference.vllm_server import COMMAND_ENV, VLLMServerSampler, launch_server
+from vllm_standin import StandIn
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from engine.models import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hidden=64, layers=2, heads=2, kv_heads=1,
+                            vocab_size=600)
+
+
+@pytest.fixture
+def runtime_lora(monkeypatch):
+    monkeypatch.setenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True")
+
+
+def _policy(tiny, *, r: int = 4, seed: int = 0, **extra):
+    """A LoRA policy whose adapter really changes the outputs (B is random, not PEFT's zero init)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny),
+                           LoraConfig(r=r, lora_alpha=2 * r, target_modules=["q_proj", "v_proj"], **extra))
+    _nudge(model, 0.5)
+    return model.eval()
+
+
+def _nudge(model, scale: float) -> None:
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.add_(scale * torch.randn_like(p))
+
+
+def _requests(tok) -> list[SampleRequest]:
+    prompts = [tok(f"<|user|>\n{t}<|end|><|assistant|>\n", add_special_tokens=False)["input_ids"]
+               for t in ("fit a model", "import numpy as np", "x")]
+    return [SampleRequest(tuple(p), 10, temperature=1.0, seed=i, stop_ids=(tok.eos_token_id,))
+            for i, p in enumerate(prompts)]
+
+
+def _trainer_logprobs(model, request: SampleRequest, token_ids: list[int]) -> torch.Tensor:
+    from engine.rl.objective import sequence_logprobs
+
+    ids = torch.tensor([list(request.prompt_ids) + token_ids])
+    with torch.no_grad():
+        return sequence_logprobs(model, ids, torch.ones_like(ids))[0, len(request.prompt_ids) - 1:]
+
+
+@pytest.mark.slow
+def test_adapter_round_trip_samples_from_the_new_adapter_and_refuses_stale_ones(tiny, tmp_path, runtime_lora):
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny)
+    model = _policy(tiny)
+    with StandIn(tiny) as server:
+        sampler = VLLMServerSampler(server.url, adapter_dir=tmp_path / "adapters")
+        try:
+            assert sampler.base == str(tiny)
+            with pytest.raises(SamplerError, match="no adapter published"):
+                sampler.generate(_requests(tok)[:1])
+            sampler.publish(model, 1)
+            cards = sampler.models()
+            assert [c["id"] for c in cards] == [str(tiny), "policy-step-1"]
+            assert cards[1]["root"] == str(tmp_path / "adapters" / "policy-step-1") and cards[1]["parent"] == str(tiny)
+            first = sampler.generate(_requests(tok))
+            for r, s in zip(_requests(tok), first):
+                assert s.version == 1 and s.finish_reason in ("stop", "length") and 1 <= len(s.token_ids) <= 10
+                assert torch.allclose(_trainer_logprobs(model, r, s.token_ids), torch.tensor(s.logprobs), atol=1e-4)
+            body = server.requests[-1]["body"]
+            assert body["prompt"] == list(_requests(tok)[2].prompt_ids) and body["return_tokens_as_token_ids"]
+
+            _nudge(model, 0.5)  # the update
+            sampler.publish(model, 2)
+            assert [c["id"] for c in sampler.models()] == [str(tiny), "policy-step-2"]  # the old one is unloaded
+            assert not (tmp_path / "adapters" / "policy-step-1").exists()
+            second = sampler.generate(_requests(tok))
+            for r, s in zip(_requests(tok), second):
+                assert s.version == 2
+                assert torch.allclose(_trainer_logprobs(model, r, s.token_ids), torch.tensor(s.logprobs), atol=1e-4)
+            assert [s.logprobs for s in first] != [s.logprobs for s in second]
+
+            check_fresh([s.version for s in second], 2)
+            with pytest.raises(StaleSampleError, match="version 1; expected 2"):
+                check_fresh([s.version for s in first], 2)
+            stale = VLLMServerSampler(server.url, adapter_dir=tmp_path / "other")
+            stale.lora = "policy-step-1"  # a worker that missed the update
+            with pytest.raises(SamplerError, match="model `policy-step-1` does not exist"):
+                stale.generate(_requests(tok)[:1])
+            stale.close()
+        finally:
+            sampler.close()
+    unloads = [q["body"]["lora_name"] for q in server.requests if q["path"] == "/v1/unload_lora_adapter"]
+    assert unloads == ["policy-step-1"]
+
+
+def test_an_engine_that_samples_from_the_base_model_is_refused(tiny, tmp_path, runtime_lora):
+    with StandIn(tiny, ignore_adapters=True) as server:
+        sampler = VLLMServerSampler(server.url, adapter_dir=tmp_path / "adapters")
+        try:
+            with pytest.raises(StaleSampleError, match="not sampling from the adapter just trained"):
+                sampler.publish(_policy(tiny), 1)
+            assert sampler.lora is None  # nothing is sampled from it
+        finally:
+            sampler.close()
+
+
+def test_adapters_vllm_cannot_serve_are_refused(tiny, tmp_path, runtime_lora):
+    with StandIn(tiny, max_lora_rank=8) as server:
+        sampler = VLLMServerSampler(server.url, adapter_dir=tmp_path / "adapters")
+        try:
+            with pytest.raises(SamplerError, match="LoRA rank 16 is greater than max_lora_rank 8"):
+                sampler.publish(_policy(tiny, r=16), 1)
+            with pytest.raises(SamplerError, match="without lora_modules_to_save"):
+                sampler.publish(_policy(tiny, modules_to_save=["norm"]), 1)
+        finally:
+            sampler.close()
+
+
+def test_without_runtime_lora_updating_the_load_route_does_not_exist(tiny, tmp_path, monkeypatch):
+    monkeypatch.delenv("VLLM_ALLOW_RUNTIME_LORA_UPDATING", raising=False)
+    with StandIn(tiny) as server:
+        sampler = VLLMServerSampler(server.url, adapter_dir=tmp_path / "adapters")
+        try:
+            with pytest.raises(SamplerError, match="load_lora_adapter: Not Found"):
+                sampler.publish(_policy(tiny), 1)
+        finally:
+            sampler.close()
+
+
+@pytest.mark.slow
+def test_the_server_is_started_and_stopped_as_a_process(tiny, tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    monkeypatch.setenv(COMMAND_ENV, f"{sys.executable} {ROOT / 'tests' / 'vllm_standin.py'} serve")
+    url, proc = launch_server(str(tiny), lora_rank=4, log_path=tmp_path / "vllm.log", startup_s=120)
+    sampler = VLLMServerSampler(url, adapter_dir=tmp_path / "adapters", process=proc)
+    try:
+        sampler.publish(_policy(tiny), 0)
+        sample = sampler.generate(_requests(AutoTokenizer.from_pretrained(tiny))[:1])[0]
+        assert sample.version == 0 and sample.token_ids
+    finally:
+        sampler.close()
+    assert proc.poll() is not None
+
+
+def test_a_missing_vllm_is_one_clear_error(tiny, tmp_path, monkeypatch):
+    monkeypatch.setenv(COMMAND_ENV, str(tmp_path / "no-such-vllm") + " serve")
+    with pytest.raises(SamplerError, match="install vLLM"):
+        launch_server(str(tiny), lora_rank=4, log_path=tmp_path / "vllm.log")
