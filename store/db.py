@@ -18,15 +18,10 @@ from typing import Any, Iterator
 import sqlite_utils
 
 from . import paths
+from .errors import NotFound, StoreError, store_failure
 from .migrations import LATEST, MIGRATIONS
 
-
-class StoreError(Exception):
-    """A problem with the store a user can act on (bad path, newer schema, missing row)."""
-
-
-class NotFound(StoreError):
-    pass
+__all__ = ["NotFound", "Store", "StoreError", "dumps", "loads", "now", "open_store", "sha256_file"]
 
 
 def now() -> str:
@@ -53,7 +48,11 @@ def sha256_file(path: str | Path) -> str:
 
 class Store:
     """A handle on the SQLite store. Thread-safe: writes are serialised with a lock and
-    ``BEGIN IMMEDIATE`` plus a busy timeout, so concurrent processes wait instead of failing."""
+    ``BEGIN IMMEDIATE`` plus a busy timeout, so concurrent processes wait instead of failing.
+
+    Opening it marks the runs and sandbox runs whose process is gone (killed) as ``dead``: ``recovered`` lists
+    them. A store that cannot be used (read-only or full disk, missing folder) raises one :class:`StoreError`
+    naming the file and the cause, at open or at the write that fails."""
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = 60.0):
         if path is None:
@@ -64,20 +63,20 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
                 raise StoreError(f"cannot create the data dir {self.path.parent}: {exc.strerror}") from exc
-        try:
+        self._lock = threading.RLock()
+        with self._sql_errors("open"):
             conn = sqlite3.connect(
                 str(self.path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None
             )
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"cannot open the store {self.path}: {exc}") from exc
-        self._lock = threading.RLock()
-        self.db = sqlite_utils.Database(conn)
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        if str(self.path) != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        self.migrate()
+            self.db = sqlite_utils.Database(conn)
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            if str(self.path) != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            #: True when this open created the schema (a fresh store)
+            self.created = self.schema_version() == 0
+            self.migrate()  # before foreign keys: a migration may rebuild a table that others reference
+            conn.execute("PRAGMA foreign_keys = ON")
 
         from .envs import Environments
         from .runs import Runs
@@ -90,6 +89,8 @@ class Store:
         self.sandbox = SandboxRuns(self)
         self.runs = Runs(self)
         self.trajectories = Trajectories(self)
+        #: ids of the rows this open found running with their process gone, now ``dead``
+        self.recovered: dict[str, list[str]] = {"runs": self.runs.mark_dead(), "sandbox_runs": self.sandbox.mark_dead()}
 
     # ------------------------------------------------------------------ plumbing
     @property
@@ -104,6 +105,14 @@ class Store:
         return self.path.parent
 
     @contextlib.contextmanager
+    def _sql_errors(self, doing: str) -> Iterator[None]:
+        """SQLite's operational errors (read-only, full, missing folder, locked) as one StoreError line."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            raise store_failure(self.path, exc, doing) from exc
+
+    @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite_utils.Database]:
         """One unit of work. Nested calls join the outer transaction (as savepoints)."""
         with self._lock:
@@ -111,18 +120,18 @@ class Store:
                 with self.db.atomic():
                     yield self.db
                 return
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.db
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-            else:
-                self.conn.execute("COMMIT")
+            with self._sql_errors("write"):
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.db
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
 
     def query(self, sql: str, params: Any = ()) -> list[dict]:
-        with self._lock:
+        with self._lock, self._sql_errors("read"):
             cur = self.conn.execute(sql, params)
             cols = [c[0] for c in cur.description] if cur.description else []
             return [dict(zip(cols, row)) for row in cur.fetchall()]

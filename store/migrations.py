@@ -1,7 +1,8 @@
 """Numbered schema migrations. Append new ones; never edit one that has shipped.
 
 Each migration is a list of SQL statements applied in one transaction together with its row in
-``schema_version``. JSON columns hold text produced by ``json.dumps``.
+``schema_version``. JSON columns hold text produced by ``json.dumps``. Migrations run before foreign keys are
+turned on, so a table can be rebuilt (SQLite's way to change a CHECK constraint) without cascading deletes.
 """
 
 from __future__ import annotations
@@ -255,6 +256,47 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             )
             """,
             "CREATE INDEX idx_eval_run ON eval_results(run_id, env_id)",
+        ],
+    ),
+    (
+        2,
+        "owners of running rows (pid + start time + host), dead runs, eval episodes that failed to run",
+        [
+            # runs: 'dead' = its process ended without closing it (killed); rebuilt to change the CHECK constraint
+            """
+            CREATE TABLE runs_new (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL CHECK (kind IN ('synthesis','sft','grpo','eval','bench','rollout')),
+                name TEXT,
+                status TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (status IN ('pending','running','done','failed','stopped','dead')),
+                config TEXT NOT NULL DEFAULT '{}',
+                summary TEXT NOT NULL DEFAULT '{}',
+                parent_id TEXT REFERENCES runs(id) ON DELETE SET NULL,
+                pid INTEGER,
+                pid_start TEXT,                        -- the owner's start time (so a reused pid does not pass)
+                host TEXT,
+                dir TEXT,
+                error TEXT,
+                created_at TEXT NOT NULL,
+                started_at TEXT,
+                ended_at TEXT,
+                heartbeat_at TEXT
+            )
+            """,
+            "INSERT INTO runs_new (id, kind, name, status, config, summary, parent_id, pid, host, dir, error, created_at, "
+            "started_at, ended_at, heartbeat_at) SELECT id, kind, name, status, config, summary, parent_id, pid, host, "
+            "dir, error, created_at, started_at, ended_at, heartbeat_at FROM runs",
+            "DROP TABLE runs",
+            "ALTER TABLE runs_new RENAME TO runs",
+            "CREATE INDEX idx_runs_kind_created ON runs(kind, created_at)",
+            "CREATE INDEX idx_runs_status ON runs(status)",
+            # sandbox runs: who runs them ('dead' when that process is gone while the row says running)
+            "ALTER TABLE sandbox_runs ADD COLUMN pid INTEGER",
+            "ALTER TABLE sandbox_runs ADD COLUMN pid_start TEXT",
+            "ALTER TABLE sandbox_runs ADD COLUMN host TEXT",
+            # eval: an episode that could not run (unreachable policy endpoint, sandbox failure) is not a result
+            "ALTER TABLE eval_results ADD COLUMN error TEXT",
         ],
     ),
 ]

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import socket
 import uuid
 from typing import Any, Iterable
 
+from . import process
 from ._repo import Repo
 from .db import NotFound, now
 
 KINDS = ("synthesis", "sft", "grpo", "eval", "bench", "rollout")
-STATUSES = ("pending", "running", "done", "failed", "stopped")
+#: 'dead': the run's process ended without closing it (killed); set when a store is opened
+STATUSES = ("pending", "running", "done", "failed", "stopped", "dead")
 
 
 def new_id(prefix: str) -> str:
@@ -32,8 +32,7 @@ class Runs(Repo):
         stamp = now()
         row = self.encode({
             "id": run_id, "kind": kind, "name": name, "status": status, "config": config or {},
-            "parent_id": parent_id, "dir": dir, "pid": os.getpid(), "host": socket.gethostname(),
-            "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
+            "parent_id": parent_id, "dir": dir, **process.owner(), "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
         })
         with self.store.transaction() as db:
             db["runs"].insert(row, pk="id")
@@ -62,14 +61,16 @@ class Runs(Repo):
         return self.decode_all(self.store.query(sql, tuple(params)))
 
     def update(self, run_id: str, **fields: Any) -> None:
+        if fields.get("pid") and "pid_start" not in fields:  # a new owner: record its start time with its pid
+            fields["pid_start"] = process.start_time(fields["pid"])
         row = self.encode(fields)
         with self.store.transaction() as db:
             db["runs"].update(run_id, row)
 
     def start(self, run_id: str) -> None:
         stamp = now()
-        self.update(run_id, status="running", started_at=stamp, heartbeat_at=stamp, pid=os.getpid(),
-                    host=socket.gethostname(), error=None, ended_at=None)
+        self.update(run_id, status="running", started_at=stamp, heartbeat_at=stamp, **process.owner(), error=None,
+                    ended_at=None)
 
     def finish(self, run_id: str, status: str = "done", *, summary: dict | None = None, error: str | None = None) -> None:
         if status not in STATUSES:
@@ -78,6 +79,19 @@ class Runs(Repo):
         if summary is not None:
             fields["summary"] = summary
         self.update(run_id, **fields)
+
+    def mark_dead(self) -> list[str]:
+        """Mark ``running`` runs whose process is gone as ``dead`` (resumable); returns their ids."""
+        rows = self.store.query("SELECT id, pid, pid_start, host FROM runs WHERE status = 'running'")
+        dead = [r for r in rows if process.gone(r)]
+        stamp = now()
+        with self.store.transaction() as db:
+            for r in dead:
+                db.conn.execute("UPDATE runs SET status = 'dead', ended_at = ?, error = ? WHERE id = ? "
+                                "AND status = 'running'",
+                                (stamp, f"its process (pid {r['pid']}) ended while the run was running (killed?)",
+                                 r["id"]))
+        return [r["id"] for r in dead]
 
     def heartbeat(self, run_id: str) -> None:
         self.store.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now(), run_id))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import process
 from ._repo import Repo
-from .db import NotFound, now
+from .db import NotFound, dumps, now
 
 
 class SandboxRuns(Repo):
@@ -13,7 +14,8 @@ class SandboxRuns(Repo):
     json_fields = ("limits", "isolation", "warnings")
 
     def start(self, run: dict[str, Any]) -> str:
-        row = self.encode(run)
+        """Record a run that starts now, owned by this process (pid, start time, host)."""
+        row = self.encode({**process.owner(), **run})
         row.setdefault("started_at", now())
         row.setdefault("status", "running")
         with self.store.transaction() as db:
@@ -25,6 +27,22 @@ class SandboxRuns(Repo):
         row.setdefault("ended_at", now())
         with self.store.transaction() as db:
             db["sandbox_runs"].update(run_id, row)
+
+    def mark_dead(self, rows: list[dict[str, Any]] | None = None) -> list[str]:
+        """Mark ``running`` runs whose process is gone (killed before it could record the end) as ``dead``;
+        returns their ids. ``rows`` limits the check to those rows."""
+        if rows is None:
+            rows = self.store.query("SELECT id, pid, pid_start, host, warnings FROM sandbox_runs "
+                                    "WHERE status = 'running'")
+        dead = [r for r in rows if r.get("status", "running") == "running" and process.gone(r)]
+        stamp = now()
+        with self.store.transaction() as db:
+            for r in dead:
+                warnings = self.decode({"warnings": r.get("warnings")})["warnings"] or []
+                note = f"its process (pid {r['pid']}) ended before the run did (killed?)"
+                db.conn.execute("UPDATE sandbox_runs SET status = 'dead', ended_at = ?, warnings = ? "
+                                "WHERE id = ? AND status = 'running'", (stamp, dumps([*warnings, note]), r["id"]))
+        return [r["id"] for r in dead]
 
     def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
         row = self._get("id = ?", (run_id,))

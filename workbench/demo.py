@@ -100,7 +100,7 @@ def add_sandbox_runs(store, env_id: str | None = None) -> tuple[str, Path]:
     live_log.write_text("$ python train.py\nstarting\n")
     store.sandbox.start({"id": "sbx-live", "env_id": env_id, "backend": "local", "command": "python train.py",
                          "limits": {"timeout_s": 300, "memory_mb": 4096}, "log_path": str(live_log),
-                         "started_at": T0.format(3)})
+                         "started_at": T0.format(3), "pid": None})  # no owner: stays running in every session
     return "sbx-live", live_log
 
 

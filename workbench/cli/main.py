@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -78,6 +79,12 @@ def main(argv: list[str] | None = None) -> None:
             raise
         click.echo(f"error: {exc}", err=True)
         sys.exit(getattr(exc, "exit_code", 1))
+    except OSError as exc:  # a file under the data dir could not be written: read-only, full disk, gone
+        if debug:
+            raise
+        where = exc.filename or f"the data dir {os.environ.get('SANDMLE_HOME') or '(default)'}"
+        click.echo(f"error: {where}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)

@@ -8,28 +8,14 @@ import socket
 
 import click
 
+from store import process
+
 from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
 def _alive(row: dict) -> bool:
-    pid = row.get("pid")
-    if not pid or row.get("host") != socket.gethostname():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    try:  # a zombie is not alive
-        with open(f"/proc/{int(pid)}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
-def _status(row: dict) -> str:
-    if row["status"] == "running" and not _alive(row) and row.get("host") == socket.gethostname():
-        return "dead"   # killed without a chance to say so: resumable
-    return row["status"]
+    """The run's process is running on this host (so it can be signalled)."""
+    return bool(row.get("pid")) and row.get("host") == socket.gethostname() and not process.gone(row)
 
 
 @click.group()
@@ -48,7 +34,7 @@ def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
     out = []
     for r in rows:
         last = ctx.store.runs.last_step(r["id"])
-        out.append({"id": r["id"], "kind": r["kind"], "name": r["name"], "status": _status(r), "step": last,
+        out.append({"id": r["id"], "kind": r["kind"], "name": r["name"], "status": r["status"], "step": last,
                     "steps": (r["config"] or {}).get("steps"), "created_at": r["created_at"]})
     if as_json:
         emit_json(out)
@@ -68,10 +54,10 @@ def show(ctx: Context, run_id: str, as_json: bool) -> None:
     ckpts = ctx.store.runs.checkpoints(row["id"])
     last = {k: v[-1][1] for k, v in metrics.items() if v}
     if as_json:
-        emit_json({**row, "status": _status(row), "metrics": {k: v for k, v in metrics.items()},
+        emit_json({**row, "metrics": {k: v for k, v in metrics.items()},
                    "checkpoints": [{"step": c["step"], "path": c["path"], "sha256": c["sha256"]} for c in ckpts]})
         return
-    click.echo(f"{row['id']} ({row['kind']}) {_status(row)}" + (f" · {row['name']}" if row["name"] else ""))
+    click.echo(f"{row['id']} ({row['kind']}) {row['status']}" + (f" · {row['name']}" if row["name"] else ""))
     if row.get("error"):
         click.echo(f"  error: {row['error']}")
     click.echo("config: " + ", ".join(f"{k}={v}" for k, v in (row["config"] or {}).items()))

@@ -167,7 +167,8 @@ def runs_show(ctx: Context, run_id: str, as_json: bool) -> None:
 
 @runs.command("log")
 @click.argument("run_id")
-@click.option("--follow", "-f", is_flag=True, help="While the run is going, print its output as it comes.")
+@click.option("--follow", "-f", is_flag=True,
+              help="While the run is going, print its output as it comes (ends when the run ends or dies).")
 @pass_ctx
 def runs_log(ctx: Context, run_id: str, follow: bool) -> None:
     """Print a run's full log (capped); with --follow, stream a running run's output until it ends."""
@@ -199,6 +200,8 @@ def _follow(ctx: Context, run_id: str, log: Path) -> None:
                 stream.write(chunk.decode("utf-8", "replace"))
                 stream.flush()
         row = ctx.store.sandbox.get(run_id)
+        if row["status"] == "running" and ctx.store.sandbox.mark_dead([row]):  # its process was killed
+            row = ctx.store.sandbox.get(run_id)
         if row["status"] != "running":
             for suffix, f in handles.items():
                 rest = f.read()

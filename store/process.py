@@ -1,0 +1,45 @@
+"""Who owns a row that says ``running``: the process id, its start time (so that a reused pid does not pass for
+the owner) and the host. A row whose owner is gone was left by a process killed before it could close it."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot, from /proc), or None when there is no such process
+    (or no /proc to read it from)."""
+    try:
+        with open(f"/proc/{int(pid)}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError, ValueError):
+        return None
+    if fields[0] in ("Z", "X"):  # a zombie has ended; only its exit status is left
+        return None
+    return fields[19]
+
+
+def owner() -> dict[str, Any]:
+    """This process as the owner of a row: ``pid``, ``pid_start``, ``host``."""
+    pid = os.getpid()
+    return {"pid": pid, "pid_start": start_time(pid), "host": socket.gethostname()}
+
+
+def gone(row: dict[str, Any]) -> bool:
+    """True when the row's owner process has ended. Only processes of this host are judged (another host's are
+    never called gone), and a row with no pid recorded is not judged either."""
+    pid = row.get("pid")
+    if not pid or row.get("host") != socket.gethostname():
+        return False
+    if os.path.isdir("/proc"):
+        started = start_time(int(pid))
+        return started is None or (row.get("pid_start") is not None and started != row["pid_start"])
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
