@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sandmle-installed
 
-.PHONY: setup run test test-fast sandbox-deps screenshots clean
+.PHONY: setup run lint test test-fast sandbox-deps screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,10 +28,14 @@ run: setup
 	$(BIN)/sandmle seeds import seeds
 	$(BIN)/sandmle
 
-test: setup
+# The import contract (pyproject [tool.importlinter]) first, then the suite.
+lint: setup
+	$(BIN)/lint-imports
+
+test: lint
 	$(BIN)/python -m pytest -q
 
-test-fast: setup
+test-fast: lint
 	$(BIN)/python -m pytest -q -m "not slow"
 
 # The README's screenshots of the workbench (SVG + text capture) on the demo store.

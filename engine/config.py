@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from store.paths import data_dir
+
 from .errors import ConfigError
 
 
@@ -79,7 +81,6 @@ def config_path() -> Path:
     env = os.environ.get("SANDMLE_CONFIG")
     if env:
         return Path(env).expanduser()
-    from store.paths import data_dir
 
     return data_dir() / "config.toml"
 

@@ -1,6 +1,7 @@
 """SandMLE's SQLite store (sqlite-utils). Imports neither ``engine`` nor ``workbench``."""
 
-from .db import Store, open_store, sha256_file
+from .common import sha256_file
+from .db import Store, open_store
 from .errors import NotFound, StoreError
 from .paths import data_dir, db_path
 

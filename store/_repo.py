@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from .db import dumps, loads
+from .common import dumps, loads
 
 
 class Repo:

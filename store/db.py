@@ -7,9 +7,6 @@ Only this package writes SQL. The engine and the workbench use the repositories 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
-import hashlib
-import json
 import sqlite3
 import threading
 from pathlib import Path
@@ -18,32 +15,14 @@ from typing import Any, Iterator
 import sqlite_utils
 
 from . import paths
-from .errors import NotFound, StoreError, store_failure
+from .common import now
+from .envs import Environments
+from .errors import StoreError, store_failure
 from .migrations import LATEST, MIGRATIONS
-
-__all__ = ["NotFound", "Store", "StoreError", "dumps", "loads", "now", "open_store", "sha256_file"]
-
-
-def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def loads(text: str | None, default: Any = None) -> Any:
-    if text is None or text == "":
-        return default
-    return json.loads(text)
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+from .runs import Runs
+from .sandbox import SandboxRuns
+from .seeds import Seeds
+from .trajectories import Trajectories
 
 
 class Store:
@@ -78,11 +57,6 @@ class Store:
             self.migrate()  # before foreign keys: a migration may rebuild a table that others reference
             conn.execute("PRAGMA foreign_keys = ON")
 
-        from .envs import Environments
-        from .runs import Runs
-        from .sandbox import SandboxRuns
-        from .seeds import Seeds
-        from .trajectories import Trajectories
 
         self.seeds = Seeds(self)
         self.envs = Environments(self)

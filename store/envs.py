@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ._repo import Repo
-from .db import NotFound, dumps, loads, now
+from .common import dumps, loads, now
+from .errors import NotFound
 
 
 class Environments(Repo):

@@ -7,7 +7,8 @@ from typing import Any, Iterable
 
 from . import process
 from ._repo import Repo
-from .db import NotFound, now
+from .common import now
+from .errors import NotFound
 
 KINDS = ("synthesis", "sft", "grpo", "eval", "bench", "rollout")
 #: 'dead': the run's process ended without closing it (killed); set when a store is opened

@@ -6,7 +6,8 @@ from typing import Any
 
 from . import process
 from ._repo import Repo
-from .db import NotFound, dumps, now
+from .common import dumps, now
+from .errors import NotFound
 
 
 class SandboxRuns(Repo):

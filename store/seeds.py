@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ._repo import Repo
-from .db import NotFound, now
+from .common import now
+from .errors import NotFound
 
 
 class Seeds(Repo):

@@ -6,7 +6,8 @@ import json
 from typing import Any, Iterable
 
 from ._repo import Repo
-from .db import NotFound, now
+from .common import now
+from .errors import NotFound
 
 
 class Trajectories(Repo):

@@ -36,7 +36,7 @@ def store(home):
 
 @pytest.fixture
 def seeded_store(store):
-    from engine.seeds import load_shipped
+    from engine.seeds.load import load_shipped
 
     load_shipped(store)
     return store

@@ -9,14 +9,15 @@ ENV_DIR = Path(__file__).resolve().parent / "data" / "envs" / "tiny-tabular"
 
 
 def build_tiny(out_dir: Path, *, vocab_size: int = 1024, hidden: int = 64, layers: int = 2) -> Path:
+    from engine.agents.corpus import default_corpus
     from engine.models.tiny import build_tiny_model
 
-    return Path(build_tiny_model(out_dir, hidden=hidden, layers=layers, vocab_size=vocab_size))
+    return Path(build_tiny_model(out_dir, corpus=default_corpus(), hidden=hidden, layers=layers, vocab_size=vocab_size))
 
 
 def register_tiny_env(store, split: str = "train") -> str:
     from engine.agents.rollout import register_env
-    from engine.environment import EnvSpec
+    from engine.envs.layout import EnvSpec
 
     env = EnvSpec.from_dir(ENV_DIR)
     register_env(store, env, split=split)

@@ -7,13 +7,15 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import DATA
 from engine.agents.env import MLEEnv
 from engine.agents.format import ToolCall, answer_text, parse_turn, tool_call_text
-from engine.agents.policy import Action, Message, load_policy, parse_spec
+from engine.agents.policies import load_policy, parse_spec
+from engine.agents.policy import Action, Message
 from engine.agents.rollout import Trajectory, run_episode
-from engine.environment import EnvSpec
+from engine.envs.layout import EnvSpec
 from engine.errors import SandmleError
+
+from conftest import DATA
 
 TINY = DATA / "envs" / "tiny-tabular"
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from engine.agents.format import answer_text, tool_call_text
+from engine.agents.policies import load_policy
+from engine.agents.rollout import run_episode
+from engine.envs.layout import EnvSpec
+
 from conftest import DATA
 from http_peer import JsonPeer
-from engine.agents.format import answer_text, tool_call_text
-from engine.agents.policy import load_policy
-from engine.agents.rollout import run_episode
-from engine.environment import EnvSpec
 
 WRITE = ("import pandas as pd; s = pd.read_csv('sample_submission.csv'); s['label'] = 'yes'; "
          "s.to_csv('submission.csv', index=False); print('written', len(s))")

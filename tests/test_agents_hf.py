@@ -5,26 +5,29 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import DATA
-from engine.agents.policy import Message, load_policy
+from engine.agents.policies import load_policy
+from engine.agents.policy import Message
 from engine.agents.rollout import run_episode
-from engine.environment import EnvSpec
+from engine.envs.layout import EnvSpec
+
+from conftest import DATA
 
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from engine.models import build_tiny_model
+    from engine.agents.corpus import default_corpus
+    from engine.models.tiny import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hidden=64, layers=2, heads=2, kv_heads=1,
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64, layers=2, heads=2, kv_heads=1,
                             vocab_size=600)
 
 
 def test_tiny_model_builds_and_reloads_unchanged(tiny):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from engine.models import load_causal_lm, pick_device
+    from engine.models.loading import from_pretrained, pick_device
 
-    model, tok = load_causal_lm(tiny, device="cpu")
+    model, tok = from_pretrained(tiny, device="cpu")
     assert type(model).__name__ == "Qwen3ForCausalLM" and model.config.model_type == "qwen3"
     again = AutoTokenizer.from_pretrained(tiny)
     text = "<|user|>\nimport pandas as pd<|end|>"

@@ -10,11 +10,12 @@ import sys
 import pandas as pd
 import pytest
 
-from conftest import DATA, ROOT
 from engine.agents.env import MLEEnv
 from engine.agents.format import ToolCall
 from engine.agents.score_tool import carve, parse_score
-from engine.environment import EnvSpec
+from engine.envs.layout import EnvSpec
+
+from conftest import DATA, ROOT
 
 TINY = DATA / "envs" / "tiny-tabular"
 
@@ -40,7 +41,7 @@ def test_validation_split_comes_from_training_rows_only():
 
 
 def test_probability_tasks_get_one_hot_validation_answers(tmp_path):
-    from engine.eval import env_from_mlebench
+    from engine.seeds.mlebench import env_from_mlebench
 
     env = env_from_mlebench(DATA / "mlebench" / "spooky-mini", tmp_path)
     split = carve(env.public, env.grade, key=env.id)
@@ -59,7 +60,7 @@ def hook(event, args):
         if str(Path(path).resolve()).startswith(private):
             seen.append(path)
 sys.addaudithook(hook)
-from engine.environment import EnvSpec
+from engine.envs.layout import EnvSpec
 from engine.agents.env import MLEEnv
 from engine.agents.format import ToolCall
 from engine.sandbox import get_backend

@@ -12,18 +12,19 @@ from rl_tiny import ENV_DIR, register_tiny_env
 def test_macro_tokens_make_teacher_turns_short_and_exact(store, tmp_path):
     from transformers import AutoTokenizer
 
-    from engine.agents.policy import load_policy
+    from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
     from engine.bench._learn_macros import macro_tokens
-    from engine.environment import EnvSpec
+    from engine.envs.layout import EnvSpec
+    from engine.agents.corpus import default_corpus
     from engine.models.tiny import build_tiny_model
     from engine.rl.render import render_turns
 
     register_tiny_env(store)
     tr = run_episode(EnvSpec.from_dir(ENV_DIR), load_policy("scripted:skill=1"), scaffold="react", store=store,
                      rng_seed=0, max_turns=6)
-    plain = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "plain", hidden=32, layers=1))
-    macro = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "macro", hidden=32, layers=1,
+    plain = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "plain", corpus=default_corpus(), hidden=32, layers=1))
+    macro = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "macro", corpus=default_corpus(), hidden=32, layers=1,
                                                            extra_tokens=macro_tokens((6,)), init_std=0.1))
     turns = [t.to_dict() for t in tr.turns]
     long_ = render_turns(plain, turns)

@@ -8,10 +8,12 @@ import math
 
 import pytest
 
-from conftest import DATA
-from engine.environment import EnvSpec
+from engine.envs.layout import EnvSpec
 from engine.errors import SandmleError
-from engine.eval import aggregate, mean_sem, run_eval, select_envs
+from engine.eval.run import aggregate, mean_sem, run_eval
+from engine.eval.select import select_envs
+
+from conftest import DATA
 
 TINY = DATA / "envs" / "tiny-tabular"
 

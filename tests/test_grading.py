@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import DATA
-from engine.environment import EnvSpec
+from engine.envs.layout import EnvSpec
 from engine.grading import GradeReport, compute_reward, grade, human_rank, medal_ranks, thresholds
 from engine.grading.rewards import make_scheme, valid_submission, well_formed_share
+
+from conftest import DATA
 
 TINY = DATA / "envs" / "tiny-tabular"
 
@@ -203,7 +204,7 @@ def test_grade_without_leaderboard_gives_no_medals(env, tmp_path):
 
 
 def test_mlebench_competition_folder_grades_the_same(tmp_path):
-    from engine.eval import env_from_mlebench
+    from engine.seeds.mlebench import env_from_mlebench
 
     folder = DATA / "mlebench" / "spooky-mini"
     env = env_from_mlebench(folder, tmp_path / "cache")

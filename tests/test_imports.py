@@ -19,7 +19,7 @@ def _modules(package: str) -> list[str]:
 
 def test_engine_and_every_submodule_import_without_textual():
     mods = _modules("engine")
-    assert "engine.seeds" in mods and "engine.grading.metrics" in mods
+    assert "engine.seeds.load" in mods and "engine.grading.metrics" in mods
     code = (
         "import importlib, sys\n"
         f"mods = {mods!r}\n"
@@ -30,6 +30,21 @@ def test_engine_and_every_submodule_import_without_textual():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "", f"engine imported the TUI: {out.stdout}"
+
+
+def test_engine_outside_training_imports_no_torch():
+    """torch is a heavy optional dependency: the engine loads it only to train, sample or load a model."""
+    mods = ["engine", "engine.seeds.load", "engine.synthesis.pipeline", "engine.eval.run", "engine.eval.select",
+            "engine.agents.rollout", "engine.agents.policies", "engine.sandbox", "engine.executors",
+            "engine.models.loading"]
+    code = (
+        "import importlib, sys\n"
+        f"for m in {mods!r}: importlib.import_module(m)\n"
+        "print(','.join(sorted(k for k in ('torch', 'transformers', 'trl', 'peft') if k in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
 
 
 def test_store_imports_neither_engine_nor_workbench():

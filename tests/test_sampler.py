@@ -15,11 +15,13 @@ from engine.inference.hf import HFSampler
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from engine.models import build_tiny_model, load_causal_lm
+    from engine.agents.corpus import default_corpus
+    from engine.models.loading import from_pretrained
+    from engine.models.tiny import build_tiny_model
 
-    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", hidden=64, layers=2, heads=2, kv_heads=1,
+    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64, layers=2, heads=2, kv_heads=1,
                             vocab_size=600)
-    return load_causal_lm(path, device="cpu")
+    return from_pretrained(path, device="cpu")
 
 
 def _prompts(tok) -> list[list[int]]:

@@ -25,9 +25,8 @@ def synthesized(tmp_path_factory):
     old = os.environ.get("SANDMLE_HOME")
     os.environ["SANDMLE_HOME"] = str(home)
     try:
+        from engine.seeds.load import load_shipped
         from store import Store
-
-        from engine.seeds import load_shipped
 
         with Store(home / "sandmle.db") as s:
             load_shipped(s)
@@ -76,7 +75,7 @@ def test_cli_synth_yields_verified_environments(synth_store):
 
 
 def test_environment_layout_and_grade_spec(synth_store):
-    from engine.environment import EnvSpec
+    from engine.envs.layout import EnvSpec
 
     store, report = synth_store
     env_id = report["environments"][0]["env_id"]
@@ -121,7 +120,7 @@ def test_leaderboard_attempts_and_verification_report(synth_store):
 
 
 def test_regenerating_reproduces_identical_hashes(synth_store, tmp_path):
-    from engine.envs import regenerate, stored_hashes
+    from engine.envs.storage import regenerate, stored_hashes
 
     store, report = synth_store
     env_id = report["environments"][0]["env_id"]
@@ -169,13 +168,15 @@ def test_synth_user_errors_are_one_line(run_cli, seeded_store):
 
 def _make_env(tmp_path, seed_id: str, knobs: dict, rng_seed: int = 3):
     """Generate one environment directly (no store), returning (dir, spec, scenario)."""
-    from engine.seeds import SHIPPED_SEEDS, load_seed_folder
+    import subprocess
+    import sys
+
+    from engine.seeds.load import SHIPPED_SEEDS
+    from engine.seeds.seed import load_seed_folder
     from engine.synthesis.blueprint import analyze
     from engine.synthesis.designer import design
     from engine.synthesis.engineer import build_config, render_program
     from engine.synthesis.grader import grade_spec
-    import subprocess
-    import sys
 
     seed = load_seed_folder(SHIPPED_SEEDS / seed_id).to_row()
     bp = analyze(seed)
@@ -228,11 +229,10 @@ def test_reviewer_catches_a_description_that_disagrees(tmp_path):
 @pytest.mark.slow
 def test_same_rng_seed_same_environment(tmp_path):
     """Deterministic per --rng-seed: two fresh stores give the same scenario and identical data hashes."""
-    from store import Store
-
-    from engine.envs import stored_hashes
-    from engine.seeds import load_shipped
+    from engine.envs.storage import stored_hashes
+    from engine.seeds.load import load_shipped
     from engine.synthesis.pipeline import synthesize
+    from store import Store
 
     hashes = []
     for name in ("a", "b"):

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from engine.environment import GradeSpec
+from engine.envs.layout import GradeSpec
 from engine.errors import InvalidSubmission
 from engine.grading.score import score_submission
 

@@ -13,9 +13,9 @@ def tiny_dir(tmp_path_factory):
 
 
 def _demos(store, n: int = 2) -> str:
-    from engine.agents.policy import load_policy
+    from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
-    from engine.environment import EnvSpec
+    from engine.envs.layout import EnvSpec
 
     register_tiny_env(store)
     run = store.runs.create("rollout", {"policy": "scripted"})

@@ -1,3 +1,3 @@
-from workbench.cli import main
+from workbench.main import main
 
 main()

@@ -160,7 +160,7 @@ def add_eval(store, env_ids: list[str]) -> str:
 
 
 def populate(store) -> dict:
-    from engine.seeds import load_shipped
+    from engine.seeds.load import load_shipped
 
     load_shipped(store)
     envs = add_envs(store)

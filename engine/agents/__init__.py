@@ -1,5 +1,5 @@
 """Agents: the shared environment interface, scaffolds (react / aide / oneshot), policies and rollouts."""
 
-from .policy import Action, Message, Policy, load_policy
+from .policy import Action, Message, Policy
 
-__all__ = ["Action", "Message", "Policy", "load_policy"]
+__all__ = ["Action", "Message", "Policy"]

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..environment import GradeSpec
+from ..envs.layout import GradeSpec
 from ..errors import SandboxError
 from ..sandbox.base import Limits, SandboxBackend, Workspace
 from ..sandbox.text import head_tail

@@ -1,11 +1,7 @@
 """The policy interface: messages in, one action (text, plus tokens and log-probs for local models) out.
 
-Implementations live one per module under ``engine.agents.policies`` and are imported lazily by
-:func:`load_policy` from a spec string:
-
-- ``scripted[:skill=0.7,seed=0]`` — the deterministic expert built from the reference-solution templates
-- ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu]``
-- ``anthropic:MODEL[,max_tokens=...]`` and ``openai:MODEL[,base_url=...]``
+Implementations live one per module under :mod:`engine.agents.policies`, built from a spec string by
+:func:`engine.agents.policies.load_policy`.
 """
 
 from __future__ import annotations
@@ -46,69 +42,3 @@ class Policy(Protocol):
 
 class PolicyError(SandmleError):
     """A bad policy spec or a policy that cannot act (missing model, unreachable endpoint)."""
-
-
-def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
-    """``"kind:target,key=value,..."`` → (kind, target, options). ``"scripted:skill=0.7"`` has no target."""
-    kind, _, rest = spec.partition(":")
-    kind = kind.strip().lower()
-    target, options = "", {}
-    for i, part in enumerate(p for p in rest.split(",") if p.strip()):
-        if "=" in part:
-            key, _, value = part.partition("=")
-            options[key.strip()] = value.strip()
-        elif i == 0:
-            target = part.strip()
-        else:
-            raise PolicyError(f"policy spec {spec!r}: expected key=value, got {part!r}")
-    return kind, target, options
-
-
-def _num(options: dict[str, Any], key: str, cast, spec: str) -> Any:
-    if key not in options:
-        return None
-    try:
-        return cast(options[key])
-    except (TypeError, ValueError):
-        raise PolicyError(f"policy spec {spec!r}: {key}={options[key]!r} is not a {cast.__name__}") from None
-
-
-def load_policy(spec: str, **kw: Any) -> Policy:
-    """Build a policy from its spec string; keyword arguments override the spec's options."""
-    kind, target, options = parse_spec(spec)
-    options = {**options, **{k: v for k, v in kw.items() if v is not None}}
-    if kind == "scripted":
-        from .policies.scripted import ScriptedPolicy
-
-        unknown = set(options) - {"skill", "seed", "strategy"}
-        if unknown or target:
-            raise PolicyError(f"policy spec {spec!r}: scripted takes skill=, seed=, strategy= only")
-        return ScriptedPolicy(skill=_num(options, "skill", float, spec) if "skill" in options else 1.0,
-                              seed=_num(options, "seed", int, spec) or 0, strategy=options.get("strategy"))
-    if kind == "hf":
-        from .policies.hf import HFPolicy
-
-        if not target:
-            raise PolicyError(f"policy spec {spec!r}: give a model path or hub id, e.g. hf:/path/to/model")
-        unknown = set(options) - {"adapter", "device", "temperature", "top_p", "max_new_tokens"}
-        if unknown:
-            raise PolicyError(f"policy spec {spec!r}: unknown option(s) {sorted(unknown)}")
-        return HFPolicy(
-            target, adapter=options.get("adapter"), device=options.get("device"),
-            temperature=_num(options, "temperature", float, spec) if "temperature" in options else 1.0,
-            top_p=_num(options, "top_p", float, spec) if "top_p" in options else 1.0,
-            max_new_tokens=_num(options, "max_new_tokens", int, spec) or 512,
-        )
-    if kind == "anthropic":
-        from .policies.anthropic import AnthropicPolicy
-
-        return AnthropicPolicy(model=target or None, max_tokens=_num(options, "max_tokens", int, spec),
-                               base_url=options.get("base_url"),
-                               temperature=_num(options, "temperature", float, spec))
-    if kind == "openai":
-        from .policies.openai import OpenAIPolicy
-
-        return OpenAIPolicy(model=target or None, base_url=options.get("base_url"),
-                            max_tokens=_num(options, "max_tokens", int, spec),
-                            temperature=_num(options, "temperature", float, spec))
-    raise PolicyError(f"unknown policy {kind!r} in {spec!r}; expected scripted, hf, anthropic or openai")

@@ -8,9 +8,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..environment import EnvSpec
+from ..envs.layout import EnvSpec
 from ..grading.grade import GradeReport, grade
 from ..grading.rewards import compute_reward
+from ..sandbox import get_backend
 from .env import MLEEnv
 from .policy import Policy
 from .scaffolds import get_scaffold
@@ -59,8 +60,6 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     traj_id = trajectory_id or new_trajectory_id()
     own_backend = sandbox is None
     if own_backend:
-        from ..sandbox import get_backend
-
         sandbox = get_backend("local", store=store)
     if store is not None:
         register_env(store, env)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..environment import GradeSpec
+from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission
 from ..grading.metrics import get_metric
 from ..grading.score import score_submission

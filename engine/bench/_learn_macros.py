@@ -11,6 +11,10 @@ import itertools
 import json
 import re
 
+from ..agents import prompts
+from ..agents.policies import templates as tp
+from ..agents.policies.templates import MODELS, TEXTS, Choice
+
 
 def _esc(text: str) -> str:
     """How ``text`` appears inside a JSON string (react tool calls)."""
@@ -18,15 +22,10 @@ def _esc(text: str) -> str:
 
 
 def _choices():
-    from ..agents.policies.templates import MODELS, TEXTS, Choice
-
     return [Choice(m, t, r, c) for m, t, r, c in itertools.product(MODELS, TEXTS, (True, False), (True, False))]
 
 
 def macro_tokens(max_turns: tuple[int, ...] = (4, 5, 6, 8, 10, 15)) -> list[str]:
-    from ..agents import prompts
-    from ..agents.policies import templates as tp
-
     choices = _choices()
     fixed = [tp.EXPLORE, tp._write_template()]
     per_choice = [s for c in choices for s in (f"# strategy: {c.key}\n", c.globals_literal())]

@@ -15,6 +15,18 @@ from typing import Any
 
 import numpy as np
 
+from store import Store
+
+from ..config import load_settings
+from ..sandbox import Limits, get_backend
+from ..seeds.load import SHIPPED_SEEDS, discover, load_shipped
+from ..synthesis.blueprint import analyze
+from ..synthesis.designer import design
+from ..synthesis.engineer import build_config, difficulty, render_program, run_generator
+from ..synthesis.grader import grade_spec
+from ..synthesis.pipeline import synthesize
+from ..synthesis.solutions import LADDER, sandbox_options
+from ..synthesis.verifier import run_ladder
 from . import BenchResult
 
 FULL_CAP = 50_000
@@ -22,11 +34,6 @@ TEST_CAP = 10_000
 
 
 def _program(seed_row: dict[str, Any], rng_seed: int):
-    from ..synthesis.blueprint import analyze
-    from ..synthesis.designer import design
-    from ..synthesis.engineer import build_config, difficulty, render_program
-    from ..synthesis.grader import grade_spec
-
     rng = np.random.default_rng(rng_seed)
     bp = analyze(seed_row)
     scenario = design(bp, seed_row, rng)
@@ -35,9 +42,6 @@ def _program(seed_row: dict[str, Any], rng_seed: int):
 
 
 def pipeline_time(sandbox, env_dir: Path, spec, limits) -> tuple[float, str]:
-    from ..synthesis.solutions import LADDER
-    from ..synthesis.verifier import run_ladder
-
     runs, _, _ = run_ladder(sandbox, env_dir / "public", spec, (0,), limits=limits, ladder={"strong": LADDER["strong"]})
     r = runs[0]
     return r.wall_s, r.status if r.status == "ok" else f"{r.status}: {r.error.strip().splitlines()[-1:]}"
@@ -46,13 +50,6 @@ def pipeline_time(sandbox, env_dir: Path, spec, limits) -> tuple[float, str]:
 def throughput(n_per_seed: int, workers: int, seeds: list[str], settings) -> dict[str, Any]:
     """Verified environments per minute with the procedural backend, in a throw-away store (one sandbox backend
     for the whole batch, its warm worker started before the clock)."""
-    from store import Store
-
-    from ..sandbox import get_backend
-    from ..seeds import load_shipped
-    from ..synthesis.pipeline import synthesize
-    from ..synthesis.solutions import sandbox_options
-
     root = Path(tempfile.mkdtemp(prefix="sandmle-bench-exec-"))
     try:
         with Store(root / "sandmle.db") as store:
@@ -76,11 +73,6 @@ def throughput(n_per_seed: int, workers: int, seeds: list[str], settings) -> dic
 
 
 def run(store, quick: bool = False, seeds: list[str] | None = None, **_: Any) -> BenchResult:
-    from ..config import load_settings
-    from ..sandbox import Limits, get_backend
-    from ..seeds import SHIPPED_SEEDS, discover
-    from ..synthesis.engineer import run_generator
-
     settings = load_settings()
     all_seeds = [s.to_row() for s in discover(SHIPPED_SEEDS)]
     if seeds:
@@ -89,7 +81,6 @@ def run(store, quick: bool = False, seeds: list[str] | None = None, **_: Any) ->
     limits = Limits(timeout_s=1800, cpu_s=3600, memory_mb=12288, max_file_mb=2048, max_output_kb=4096)
     rows = []
     work = Path(tempfile.mkdtemp(prefix="sandmle-bench-exec-"))
-    from ..synthesis.solutions import sandbox_options
 
     sandbox = get_backend(settings.sandbox.backend, settings=settings.sandbox, root=work / "sbx",
                           **sandbox_options(settings))

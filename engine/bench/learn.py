@@ -21,7 +21,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from store import Store
+
+from ..agents.corpus import default_corpus
+from ..agents.policies import load_policy
+from ..agents.prompts import task_prompt
+from ..agents.rollout import run_episode
+from ..envs.layout import EnvSpec
+from ..errors import SandmleError
+from ..eval.run import run_eval
+from ..models.tiny import build_tiny_model
+from ..rl.config import GRPOConfig, SFTConfig
+from ..rl.grpo import GRPOTrainer
+from ..rl.sft import SFTRun
+from ..sandbox import get_backend
+from ..seeds.load import load_shipped
+from ..synthesis.pipeline import synthesize
 from . import RESULTS_DIR, BenchResult
+from ._learn_macros import macro_tokens
 
 
 @dataclass
@@ -63,10 +80,6 @@ def _log(msg: str) -> None:
 
 
 def make_envs(store, plan: LearnPlan, rng_seed: int) -> tuple[list[str], list[str]]:
-    from ..errors import SandmleError
-    from ..seeds import load_shipped
-    from ..synthesis.pipeline import synthesize
-
     load_shipped(store)
     split: dict[str, list[str]] = {"train": [], "heldout": []}
     for name, seeds in (("train", plan.train_seeds), ("heldout", plan.heldout_seeds)):
@@ -89,11 +102,6 @@ def make_envs(store, plan: LearnPlan, rng_seed: int) -> tuple[list[str], list[st
 
 
 def collect_demos(store, plan: LearnPlan, env_ids: list[str]) -> tuple[str, dict[str, float]]:
-    from ..agents.policy import load_policy
-    from ..agents.rollout import run_episode
-    from ..environment import EnvSpec
-    from ..sandbox import get_backend
-
     run_id = store.runs.create("rollout", {"policy": "scripted", "skills": list(plan.demo_skills)}, name="demos")
     backend = get_backend("local", store=store)
     rewards, medals, valid = [], [], []
@@ -148,17 +156,6 @@ def _fmt(rate: dict[str, float]) -> str:
 
 def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0, workdir: str | None = None,
         results_dir: str | None = None, progress: Callable[[str], None] | None = None, **_: Any) -> BenchResult:
-    from store import Store
-
-    from ..eval import run_eval
-    from ..environment import EnvSpec
-    from ..agents.prompts import task_prompt
-    from ..models.tiny import build_tiny_model, default_corpus
-    from ..rl.config import GRPOConfig, SFTConfig
-    from ..rl.grpo import GRPOTrainer
-    from ..rl.sft import SFTRun
-    from ._learn_macros import macro_tokens
-
     plan = plan or (QUICK if quick else FULL)
     log = progress or _log
     t_start = time.monotonic()

@@ -10,6 +10,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+from store import Store
+
+from ..agents.env import MLEEnv
+from ..agents.format import ToolCall
+from ..agents.policies import load_policy
+from ..agents.rollout import run_episode
+from ..envs.layout import EnvSpec
+from ..eval.run import run_eval
+from ..grading import grade
+from ..agents.corpus import default_corpus
+from ..models.tiny import build_tiny_model
+from ..sandbox import get_backend
+from ..seeds.load import load_shipped
+from ..synthesis.pipeline import synthesize
 from . import BenchResult
 
 TARGET_OVERHEAD_MS_PER_STEP = 50.0
@@ -17,10 +31,6 @@ TARGET_GRADE_MS = 50.0
 
 
 def _env(store):
-    from ..environment import EnvSpec
-    from ..seeds import load_shipped
-    from ..synthesis.pipeline import synthesize
-
     load_shipped(store)
     report = synthesize(store, "tabular-binary-manufacturing", 1, rng_seed=7)
     if not report.verified:
@@ -29,16 +39,6 @@ def _env(store):
 
 
 def run(store, quick: bool = False, **_: Any) -> BenchResult:
-    from store import Store
-
-    from ..agents.env import MLEEnv
-    from ..agents.format import ToolCall
-    from ..agents.policy import load_policy
-    from ..agents.rollout import run_episode
-    from ..eval import run_eval
-    from ..grading import grade
-    from ..sandbox import get_backend
-
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-rollout-") as tmp:
         st = Store(Path(tmp) / "bench.db")
@@ -103,11 +103,7 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
 
 
 def _hf_row(env, st, tmp: str, quick: bool) -> dict[str, Any]:
-    from ..agents.policy import load_policy
-    from ..agents.rollout import run_episode
-    from ..models import build_tiny_model
-
-    path = build_tiny_model(Path(tmp) / "tiny")
+    path = build_tiny_model(Path(tmp) / "tiny", corpus=default_corpus())
     policy = load_policy(f"hf:{path},max_new_tokens=64")
     turns = 2 if quick else 4
     traj = run_episode(env, policy, scaffold="react", store=st, rng_seed=0, max_turns=turns)

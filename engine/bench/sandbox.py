@@ -13,6 +13,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..sandbox import get_backend
+from ..sandbox.features import detect
+from ..sandbox.process import run_env, venv_python
 from . import BenchResult
 
 EMPTY = "pass"
@@ -38,8 +41,6 @@ def _times(fn: Callable[[], float], n: int, warmup: int = 1) -> list[float]:
 
 
 def _bare(code: str) -> Callable[[], float]:
-    from ..sandbox.local import run_env, venv_python
-
     py = venv_python()
 
     def once() -> float:
@@ -73,9 +74,6 @@ def _row(case: str, mode: str, secs: list[float], ref_p50_ms: float | None, isol
 
 
 def run(store, quick: bool = False, **_: Any) -> BenchResult:
-    from ..sandbox import get_backend
-    from ..sandbox.features import detect
-
     n_empty, n_ml = (3, 1) if quick else (40, 10)
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
@@ -132,8 +130,6 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
 
 def _docker_rows(store, rows: list[dict[str, Any]], ref: float, n: int) -> str | None:
     try:
-        from ..sandbox import get_backend
-
         backend = get_backend("docker", store=store)
     except Exception as exc:  # no SDK, no daemon: a note, not a failure
         return f"docker: skipped ({str(exc).splitlines()[0][:160]})"

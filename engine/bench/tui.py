@@ -15,6 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from store import Store
+
+from ..seeds.load import load_shipped
 from . import BenchResult
 
 TARGET_S = 1.0
@@ -22,10 +25,6 @@ TARGET_S = 1.0
 
 def build_store(folder: Path, n_envs: int, n_log_lines: int) -> dict:
     """Fill a fresh store in ``folder``; returns what was made."""
-    from store import Store
-
-    from ..seeds import load_shipped
-
     store = Store(folder / "sandmle.db")
     load_shipped(store)
     seeds = [s["id"] for s in store.seeds.list()]

@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from store import Store
+
 from ..errors import SandboxError
+from ..sandbox import get_backend
 from ..sandbox.base import Limits, RunResult
 
 
@@ -39,8 +42,6 @@ _CACHE: dict[Any, Any] = {}
 def _worker_store(store_path: str | None):
     key = ("store", store_path)
     if key not in _CACHE and store_path is not None:
-        from store import Store
-
         _CACHE[key] = Store(store_path)
     return _CACHE.get(key)
 
@@ -48,8 +49,6 @@ def _worker_store(store_path: str | None):
 def _worker_backend(name: str, store_path: str | None, warm: bool | None, root: str | None):
     key = ("backend", name, store_path, warm, root)
     if key not in _CACHE:
-        from ..sandbox import get_backend
-
         options: dict[str, Any] = {"root": root}
         if name == "local" and warm is not None:
             options["warm"] = warm
@@ -103,18 +102,3 @@ class Executor(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def get_executor(kind: str = "local", *, store=None, workers: int = 2, address: str | None = None,
-                 root: str | None = None) -> Executor:
-    """``local`` (a process pool of ``workers``) or ``ray`` (``address`` of a cluster, or a local one)."""
-    store_path = str(store.path) if store is not None and str(store.path) != ":memory:" else None
-    if kind == "local":
-        from .local import LocalExecutor
-
-        return LocalExecutor(workers=workers, store_path=store_path, root=root)
-    if kind == "ray":
-        from .ray import RayExecutor
-
-        return RayExecutor(workers=workers, store_path=store_path, address=address, root=root)
-    raise SandboxError(f"unknown executor {kind!r}; expected local or ray")

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..environment import EnvSpec
+from ..envs.layout import EnvSpec
 from ..errors import GradingError, InvalidSubmission
 from .score import read_frame, score_submission
 from .thresholds import Thresholds, human_rank, thresholds

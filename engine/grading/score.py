@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..environment import GradeSpec
+from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission
 from .metrics import get_metric
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from store.db import sha256_file
+from store import sha256_file
 
 STATE_FILE = "trainer_state.pt"
 ADAPTER_FILE = "adapter_model.safetensors"

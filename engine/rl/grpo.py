@@ -20,10 +20,17 @@ from typing import Any, Callable
 
 import torch
 
+from store.runs import new_id
+
+from ..agents.policies.hf import HFPolicy
+from ..agents.rollout import run_episode
+from ..envs.layout import EnvSpec
 from ..errors import TrainingError
+from ..sandbox import get_backend
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
+from .modeling import load_for_training, resolve_model
 from .objective import TokenSequence, build_sequence, group_advantages
 from .rollouts import Rollout, collect, stored_plan
 from .update import grpo_update, make_optimizer
@@ -34,15 +41,11 @@ EpisodeFn = Callable[..., Any]
 
 def default_policy_factory(model: Any, tokenizer: Any, cfg: GRPOConfig) -> Any:
     """The agents' hf policy around the live (training) model: it renders, samples and records exact tokens."""
-    from ..agents.policies.hf import HFPolicy
-
     return HFPolicy.from_loaded(model, tokenizer, temperature=cfg.temperature, top_p=cfg.top_p,
                                 max_new_tokens=cfg.max_new_tokens)
 
 
 def default_episode_fn() -> EpisodeFn:
-    from ..agents.rollout import run_episode
-
     return run_episode
 
 
@@ -69,8 +72,6 @@ class GRPOTrainer:
         self.on_step, self.on_rollout = on_step, on_rollout
         self.env_ids = select_envs(store, cfg)
         if run_id is None:
-            from store.runs import new_id
-
             run_id = new_id("grpo")
             self.run_dir = store.data_dir / "runs" / run_id
             store.runs.create("grpo", asdict(cfg), name=cfg.name, parent_id=parent_id, dir=str(self.run_dir),
@@ -98,8 +99,6 @@ class GRPOTrainer:
         return cls(store, cfg, run_id=row["id"], **kw)
 
     def setup(self) -> None:
-        from .modeling import load_for_training, resolve_model
-
         cfg = self.cfg
         random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
@@ -131,13 +130,10 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ one step
     def _run_one(self, env_id: str, group_id: str, rng_seed: int, step: int) -> Any:
-        from ..environment import EnvSpec
-
         cfg = self.cfg
         name = threading.current_thread().name  # rollout_0, rollout_1, ... (the same names every step)
         with self._lock:
             if name not in self._backends:  # one sandbox backend per rollout worker, kept warm between episodes
-                from ..sandbox import get_backend
 
                 self._backends[name] = get_backend("local", store=self.store)
             backend = self._backends[name]

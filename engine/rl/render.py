@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..agents.policies.chat import ChatFormat
+from ..agents.policy import Message
+
 
 def _get(turn: Any, key: str) -> Any:
     return turn.get(key) if isinstance(turn, dict) else getattr(turn, key, None)
@@ -15,8 +18,6 @@ def render_turns(tokenizer: Any, turns: Sequence[Any]) -> list[list[int]]:
     generation prompt belongs to the message before an assistant turn, an assistant message is its text + end)."""
     if all(_get(t, "token_ids") for t in turns):
         return [list(_get(t, "token_ids")) for t in turns]
-    from ..agents.policies.chat import ChatFormat
-    from ..agents.policy import Message
 
     msgs = [Message(role=_get(t, "role"), content=_get(t, "text") or "",
                     token_ids=list(_get(t, "token_ids")) if _get(t, "token_ids") else None) for t in turns]

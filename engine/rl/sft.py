@@ -11,8 +11,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from store import sha256_file
+from store.runs import new_id
+
 from ..errors import TrainingError
+from ..models.loading import pick_dtype
 from .config import SFTConfig, config_from_dict
+from .modeling import load_for_training, resolve_model
 from .render import sft_example
 
 
@@ -50,8 +55,6 @@ class SFTRun:
                  on_progress: Callable[[int, int, dict], None] | None = None):
         self.store, self.cfg, self.on_progress = store, cfg, on_progress
         if run_id is None:
-            from store.runs import new_id
-
             run_id = new_id("sft")
             self.run_dir = store.data_dir / "runs" / run_id
             store.runs.create("sft", asdict(cfg), name=cfg.name, dir=str(self.run_dir), run_id=run_id)
@@ -69,17 +72,11 @@ class SFTRun:
 
     def train(self) -> dict[str, Any]:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-        from transformers import TrainerCallback
+        import datasets
+        from transformers import PrinterCallback, ProgressCallback, TrainerCallback
         from transformers.utils import logging as hf_logging
         from trl import SFTConfig as TRLSFTConfig
         from trl import SFTTrainer
-
-        from store.db import sha256_file
-
-        from .modeling import load_for_training, resolve_model, train_dtype
-
-        import datasets
-        from transformers import PrinterCallback, ProgressCallback
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()
@@ -89,7 +86,7 @@ class SFTRun:
                                                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                                lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device)
         data = build_dataset(store, tok, cfg)
-        bf16 = device.startswith("cuda") and "bfloat16" in str(train_dtype(device))
+        bf16 = device.startswith("cuda") and "bfloat16" in str(pick_dtype(device))
         args = TRLSFTConfig(
             output_dir=str(self.run_dir / "checkpoints"), num_train_epochs=cfg.epochs,
             per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.lr, weight_decay=cfg.weight_decay,

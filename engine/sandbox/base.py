@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..errors import SandboxError
+from .text import head_tail
+
 #: run statuses, most specific cause first
 STATUSES = ("ok", "error", "timeout", "memory", "killed", "output_limit")
 
@@ -63,8 +66,6 @@ class RunResult:
 
     def observation(self, max_chars: int = 4000) -> str:
         """What an agent sees: status line plus the tails of stdout and stderr."""
-        from .text import head_tail
-
         parts = [f"[exit {self.exit_code} · {self.status} · {self.wall_s:.2f}s]"]
         if self.stdout_tail:
             parts.append(self.stdout_tail)
@@ -115,8 +116,6 @@ class HostFolderFiles:
     path: Path
 
     def _safe(self, relpath: str) -> Path:
-        from ..errors import SandboxError
-
         root = self.path.resolve()
         target = (self.path / relpath).resolve()
         if target != root and root not in target.parents:
@@ -124,8 +123,6 @@ class HostFolderFiles:
         return target
 
     def read_file(self, relpath: str) -> bytes:
-        from ..errors import SandboxError
-
         try:
             return self._safe(relpath).read_bytes()
         except FileNotFoundError:
@@ -156,18 +153,3 @@ class SandboxBackend(abc.ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def get_backend(name: str = "local", *, store=None, settings=None, **options: Any) -> SandboxBackend:
-    """Build a backend by name, importing its module lazily. ``settings`` is a ``SandboxSettings``."""
-    if name == "local":
-        from .local import LocalBackend
-
-        return LocalBackend(store=store, settings=settings, **options)
-    if name == "docker":
-        from .docker import DockerBackend
-
-        return DockerBackend(store=store, settings=settings, **options)
-    from ..errors import SandboxError
-
-    raise SandboxError(f"unknown sandbox backend {name!r}; expected local or docker")

@@ -1,4 +1,4 @@
-"""What isolation this machine offers the local backend, probed once per process, and the doctor's lines for it."""
+"""What isolation this machine offers the local backend, probed once per process."""
 
 from __future__ import annotations
 
@@ -103,38 +103,3 @@ def detect() -> Features:
         ns, err = _probe_namespaces()
     return Features(root=os.geteuid() == 0, namespaces=ns, namespaces_error=err, cgroups=cgroups.available(),
                     disk_quota=_probe_tmpfs(), bwrap=shutil.which("bwrap"))
-
-
-def isolation_checks() -> list:
-    """One doctor line per isolation feature of the local sandbox: active or missing, with the fix."""
-    from ..doctor import Check
-
-    f = detect()
-    fix_root = "run sandmle as root (as in CI) so the local sandbox can create namespaces and cgroups"
-    checks = [
-        Check("sandbox: namespaces", f.namespaces,
-              "net, pid, mount, ipc, uts; private read-only root (only system dirs + interpreter + workspace)"
-              if f.namespaces else f"missing: {f.namespaces_error} — network, store and private/ files NOT hidden",
-              None if f.namespaces else fix_root),
-        Check("sandbox: unprivileged uid", f.unprivileged_uid,
-              f"runs as uid {SANDBOX_UID}, no capabilities" if f.unprivileged_uid else "missing", None if f.unprivileged_uid else fix_root),
-        Check("sandbox: pids cgroup", f.cgroups.get("pids", False),
-              "process limit + kill of every process of a run" if f.cgroups.get("pids") else
-              "missing — process limit falls back to RLIMIT_NPROC (ignored for root)",
-              None if f.cgroups.get("pids") else "mount the cgroup v1 pids controller writable"),
-        Check("sandbox: memory cgroup", f.cgroups.get("memory", False),
-              "memory limit per run" if f.cgroups.get("memory") else "missing — falls back to RLIMIT_AS",
-              None if f.cgroups.get("memory") else "mount the cgroup v1 memory controller writable", optional=True),
-        Check("sandbox: cpu accounting", f.cgroups.get("cpuacct", False),
-              "CPU time of the whole run" if f.cgroups.get("cpuacct") else "missing — falls back to RLIMIT_CPU",
-              None, optional=True),
-        Check("sandbox: disk quota", f.disk_quota,
-              "size-limited tmpfs per workspace" if f.disk_quota else "missing — disk use is polled instead",
-              None if f.disk_quota else fix_root, optional=True),
-        Check("sandbox: bwrap", bool(f.bwrap) and bwrap_works(),
-              (f"{f.bwrap}: " + ("works" if bwrap_works() else "cannot make namespaces here")
-               + ("; used for cold runs (no jail without root)" if not f.namespaces else "; not needed as root"))
-              if f.bwrap else "not found" + ("" if not f.namespaces else " (not needed as root)"),
-              None if f.bwrap else "apt-get install -y bubblewrap", optional=f.namespaces),
-    ]
-    return checks

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -26,24 +25,9 @@ from ..errors import SandboxError
 from . import features as _features
 from .base import HostFolderFiles, Limits, RunResult, SandboxBackend, Workspace, new_run_id
 from .cgroups import RunCgroup
+from .process import RunHandle, run_env, venv_python
 from .text import head_tail
-
-#: threads that numeric libraries may start per process (the pids limit counts threads)
-THREAD_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-              "NUMEXPR_NUM_THREADS": "1", "VECLIB_MAXIMUM_THREADS": "1"}
-
-
-def venv_python() -> str:
-    """The interpreter untrusted Python runs with: this virtual env's, by a path the jail mounts."""
-    prefix = os.path.realpath(sys.prefix)
-    cand = os.path.join(prefix, "bin", "python")
-    return cand if os.path.exists(cand) else os.path.realpath(sys.executable)
-
-
-def run_env(workspace: Path) -> dict[str, str]:
-    py_bin = os.path.dirname(venv_python())
-    return {"PATH": f"{py_bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(workspace), "PYTHONUNBUFFERED": "1",
-            "LANG": "C.UTF-8", "TMPDIR": "/tmp", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", **THREAD_ENV}
+from .warm import WarmError, WarmWorker
 
 
 class LocalWorkspace(HostFolderFiles, Workspace):
@@ -130,38 +114,6 @@ def _du(path: Path) -> int:
             except OSError:
                 pass
     return total
-
-
-class _Handle:
-    """A started run: the session leader's pid, and a way to wait for its end."""
-
-    def __init__(self, pid: int, *, proc: subprocess.Popen | None = None, done: threading.Event | None = None):
-        self.pid = pid
-        self.proc = proc
-        self.done_event = done
-        self._pidfd: int | None = None
-        if proc is not None:
-            try:
-                self._pidfd = os.pidfd_open(pid)
-            except (OSError, AttributeError):
-                self._pidfd = None
-
-    def wait(self, timeout: float) -> bool:
-        """True once the run has ended (waits at most ``timeout`` seconds)."""
-        if self.proc is not None:
-            if self._pidfd is not None:
-                select.select([self._pidfd], [], [], timeout)
-            elif self.proc.poll() is None:
-                time.sleep(timeout)
-            return self.proc.poll() is not None
-        return self.done_event.wait(timeout)
-
-    def close(self) -> None:
-        if self.proc is not None:
-            self.proc.wait()
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
 
 
 class LocalBackend(SandboxBackend):
@@ -290,8 +242,6 @@ class LocalBackend(SandboxBackend):
                 self._warm_error = ("the warm worker needs the jail (root); " + (
                     "runs use bubblewrap, cold" if self.mode == "bwrap" else "see `sandmle doctor`"))
                 return None
-            from .warm import WarmWorker, WarmError
-
             try:
                 self._warm_worker = WarmWorker(self.warm_imports, env=run_env(Path("/")))
             except WarmError as exc:
@@ -342,11 +292,11 @@ class LocalBackend(SandboxBackend):
         out += ["--bind", str(ws.path), str(ws.path), "--remount-ro", "/", "--chdir", str(ws.path), "--"]
         return out + argv
 
-    def _launch_cold(self, spec: dict[str, Any]) -> _Handle:
+    def _launch_cold(self, spec: dict[str, Any]) -> RunHandle:
         proc = subprocess.Popen([sys.executable, "-S", "-E", "-s", str(_features.JAIL), json.dumps(spec)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
-        return _Handle(proc.pid, proc=proc)
+        return RunHandle(proc.pid, proc=proc)
 
     def _run(self, ws: LocalWorkspace, command: Sequence[str] | str, *, limits: Limits | None,
              meta: dict[str, Any] | None, warm: bool, script: str | None = None) -> RunResult:
@@ -473,7 +423,7 @@ class LocalBackend(SandboxBackend):
                          stderr_tail=head_tail(stderr, limits.tail_chars), log_path=str(log_path),
                          warnings=list(warnings))
 
-    def _watch(self, ws: LocalWorkspace, handle: _Handle, cg: RunCgroup | None, limits: Limits, start: float,
+    def _watch(self, ws: LocalWorkspace, handle: RunHandle, cg: RunCgroup | None, limits: Limits, start: float,
                cap: int, out_path: Path, err_path: Path, disk_was_full: bool) -> tuple[str | None, str | None]:
         """Wait for the run's end, or stop it on the first limit it crosses: (status, reason) or (None, None)."""
         deadline = start + limits.timeout_s

@@ -4,17 +4,17 @@ imported; each Python run is a fresh fork of it, confined by the jail before use
 from __future__ import annotations
 
 import json
-import os
 import select
 import shutil
 import subprocess
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..errors import SandboxError
+from .features import ro_binds
+from .process import RunHandle, venv_python
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 
@@ -25,13 +25,11 @@ class WarmError(SandboxError):
 
 class WarmWorker:
     def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0):
-        from .features import ro_binds
-        from .local import venv_python  # the interpreter by the path the jail mounts (not a symlinked venv's)
-
         self.imports = list(imports)
         # the common part of every run's private root, which the worker's spare builds ahead of time
         self._root_dir = tempfile.mkdtemp(prefix="sandmle-warm-")
         common = {"root_dir": self._root_dir, "ro_binds": ro_binds()}
+        # the interpreter by the path the jail mounts (not a symlinked venv's)
         self.proc = subprocess.Popen([venv_python(), "-s", str(ZYGOTE), ",".join(self.imports), json.dumps(common)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/", start_new_session=True, close_fds=True)
@@ -80,8 +78,6 @@ class WarmWorker:
 
     def start(self, run_id: str, spec: dict[str, Any], script: str, *, mounted_at: float = 0.0):
         """Fork a confined child for one run; returns a handle the backend watches like a cold one."""
-        from .local import _Handle
-
         slot = {"started": threading.Event(), "done": threading.Event(), "pid": None}
         with self._lock:
             if self._dead:
@@ -96,7 +92,7 @@ class WarmWorker:
                 raise WarmError(f"the warm worker is gone: {exc}") from None
         if not slot["started"].wait(30) or slot["pid"] is None:
             raise WarmError("the warm worker did not start the run")
-        return _Handle(slot["pid"], done=slot["done"])
+        return RunHandle(slot["pid"], done=slot["done"])
 
     def close(self) -> None:
         try:

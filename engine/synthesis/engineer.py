@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..environment import GradeSpec
+from ..envs.layout import GradeSpec
 from ..errors import SynthesisError
 from ..sandbox import Limits
 from . import generator_program

@@ -14,24 +14,25 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from ..environment import GradeSpec, envs_root
+from ..config import load_settings
+from ..envs.layout import GradeSpec, envs_root
 from ..errors import SandmleError, SynthesisError
 from ..grading.metrics import METRICS, get_metric
-from ..sandbox import Limits
+from ..sandbox import Limits, get_backend
 from . import prompts
 from .blueprint import Blueprint, check_blueprint
 from .designer import check_scenario, fingerprint, similarity
 from .engineer import build_config, check_output, render_program, run_generator
 from .grader import grade_spec, prove
 from .llm import LLMBackend, MalformedOutput, get_llm
+from .record import store_environment
 from .reviewer import review
-from ..envs import store_environment
+from .solutions import sandbox_options
 from .verifier import verify
 
 DUPLICATE_SIMILARITY = 0.85
@@ -282,9 +283,6 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
                rng_seed: int | None = None, settings=None, sandbox=None,
                on_done: Callable[[EnvOutcome], None] | None = None) -> SynthReport:
     """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why)."""
-    from ..config import load_settings
-    from ..sandbox import get_backend
-
     if count < 1:
         raise SynthesisError("--count must be at least 1")
     if workers < 1:
@@ -298,8 +296,6 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
         rng_seed = int.from_bytes(__import__("os").urandom(4), "big") & 0x7FFFFFFF
     own_sandbox = sandbox is None
     if own_sandbox:
-        from .solutions import sandbox_options
-
         sandbox = get_backend(settings.sandbox.backend, store=store, settings=settings.sandbox,
                               **sandbox_options(settings))
     run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": llm.name,

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..grading.metrics import METRICS
+from .blueprint import Blueprint
+from .designer import design
 
 SYSTEM = {
     "analyst": "You are the Analyst of a team that builds machine-learning engineering tasks. From a seed task "
@@ -24,9 +26,6 @@ FOOTER = "Answer with exactly one JSON object (no prose), in a ```json fenced bl
 
 
 def _example_scenario(context: dict[str, Any]) -> dict[str, Any]:
-    from .blueprint import Blueprint
-    from .designer import design
-
     return design(Blueprint.from_dict(context["blueprint"]), context["seed"], np.random.default_rng(0))
 
 
@@ -36,8 +35,6 @@ def render(role: str, context: dict[str, Any], feedback: str | None = None) -> t
                                  "columns", "train_size", "test_size", "hints") if k in seed}
     parts: list[str] = []
     if role == "analyst":
-        from .blueprint import Blueprint
-
         fields = {k: f.type for k, f in Blueprint.__dataclass_fields__.items()}
         parts += ["Seed task card:", json.dumps(card, indent=1, default=str),
                   "Seed description:", str(seed.get("description", ""))[:3000],

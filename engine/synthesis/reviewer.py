@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..environment import GradeSpec
+from ..envs.layout import GradeSpec
 
 
 def review(env_dir: Path, spec: GradeSpec) -> list[str]:

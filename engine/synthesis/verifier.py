@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..environment import GradeSpec
+from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission
 from ..grading.metrics import get_metric
-from ..grading.score import read_frame, score_submission
+from ..grading.score import answers_matrix, prediction_matrix, read_frame, score_submission, validate
 from ..grading.thresholds import thresholds
 from ..sandbox import Limits
 from .grader import better
@@ -131,8 +131,6 @@ def paired_bootstrap_lower(spec: GradeSpec, answers: pd.DataFrame, best: pd.Data
                            rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> float:
     """A low quantile of (best − constant) over bootstrap resamples of the test rows: > 0 means the lead holds
     beyond the test set's sampling noise (a fluke on random labels does not)."""
-    from ..grading.score import answers_matrix, prediction_matrix, validate
-
     fn = FAST_METRICS.get(spec.metric, get_metric(spec.metric).fn)
     sign = -1.0 if spec.lower_is_better else 1.0
     Y = answers_matrix(spec, answers)

@@ -1,8 +1,134 @@
+"""`sandmle doctor`: what this machine offers SandMLE, each line ok / missing with how to fix it."""
+
 from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass
 
 import click
 
+from engine.config import config_path, load_settings
+from engine.errors import ConfigError
+from engine.sandbox import features
+from store import Store
+from store.migrations import LATEST
+
 from .common import Context, emit_json, pass_ctx
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+    optional: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _python() -> Check:
+    ok = sys.version_info >= (3, 11)
+    return Check("python", ok, f"{platform.python_implementation()} {platform.python_version()}",
+                 None if ok else "install Python 3.11 or newer")
+
+
+def _torch() -> Check:
+    if importlib.util.find_spec("torch") is None:
+        return Check("torch", False, "not installed", "pip install torch (CPU: torch==2.13.0)")
+    import torch  # heavy optional dependency: only when it is installed
+
+    if torch.cuda.is_available():
+        name = torch.cuda.get_device_name(0)
+        bf16 = torch.cuda.is_bf16_supported()
+        return Check("torch", True, f"{torch.__version__}; training device: cuda ({name}, bf16={'yes' if bf16 else 'no'})")
+    return Check("torch", True, f"{torch.__version__}; training device: cpu (no CUDA device)")
+
+
+def _store(store: Store) -> list[Check]:
+    version = store.schema_version()
+    return [
+        Check("data dir", os.access(store.data_dir, os.W_OK), str(store.data_dir),
+              "set SANDMLE_HOME to a writable folder"),
+        Check("store", version == LATEST, f"{store.path} (schema v{version}, latest v{LATEST})",
+              None if version == LATEST else "run any sandmle command to migrate"),
+    ]
+
+
+def _optional_module(name: str, label: str, extra: str) -> Check:
+    found = importlib.util.find_spec(name) is not None
+    return Check(label, found, "installed" if found else "not installed", None if found else f"pip install 'sandmle[{extra}]'",
+                 optional=True)
+
+
+def _docker() -> Check:
+    if importlib.util.find_spec("docker") is None:
+        return Check("docker daemon", False, "docker SDK not installed", "pip install docker", optional=True)
+    try:
+        import docker  # optional SDK: only when it is installed
+
+        client = docker.from_env(timeout=2)
+        client.ping()
+        return Check("docker daemon", True, f"answers (server {client.version().get('Version', '?')})", optional=True)
+    except Exception as exc:  # any failure to reach the daemon means "not available"
+        reason = str(exc).splitlines()[0][:120]
+        return Check("docker daemon", False, f"no daemon answers ({reason})",
+                     "start dockerd or use the local sandbox backend", optional=True)
+
+
+def _anthropic_key() -> Check:
+    ok = bool(os.environ.get("ANTHROPIC_API_KEY"))
+    return Check("anthropic key", ok, "ANTHROPIC_API_KEY set" if ok else "ANTHROPIC_API_KEY not set",
+                 None if ok else "export ANTHROPIC_API_KEY=... (only for --backend anthropic)", optional=True)
+
+
+def _isolation_checks() -> list[Check]:
+    """One doctor line per isolation feature of the local sandbox: active or missing, with the fix."""
+    f = features.detect()
+    fix_root = "run sandmle as root (as in CI) so the local sandbox can create namespaces and cgroups"
+    checks = [
+        Check("sandbox: namespaces", f.namespaces,
+              "net, pid, mount, ipc, uts; private read-only root (only system dirs + interpreter + workspace)"
+              if f.namespaces else f"missing: {f.namespaces_error} — network, store and private/ files NOT hidden",
+              None if f.namespaces else fix_root),
+        Check("sandbox: unprivileged uid", f.unprivileged_uid,
+              f"runs as uid {features.SANDBOX_UID}, no capabilities" if f.unprivileged_uid else "missing", None if f.unprivileged_uid else fix_root),
+        Check("sandbox: pids cgroup", f.cgroups.get("pids", False),
+              "process limit + kill of every process of a run" if f.cgroups.get("pids") else
+              "missing — process limit falls back to RLIMIT_NPROC (ignored for root)",
+              None if f.cgroups.get("pids") else "mount the cgroup v1 pids controller writable"),
+        Check("sandbox: memory cgroup", f.cgroups.get("memory", False),
+              "memory limit per run" if f.cgroups.get("memory") else "missing — falls back to RLIMIT_AS",
+              None if f.cgroups.get("memory") else "mount the cgroup v1 memory controller writable", optional=True),
+        Check("sandbox: cpu accounting", f.cgroups.get("cpuacct", False),
+              "CPU time of the whole run" if f.cgroups.get("cpuacct") else "missing — falls back to RLIMIT_CPU",
+              None, optional=True),
+        Check("sandbox: disk quota", f.disk_quota,
+              "size-limited tmpfs per workspace" if f.disk_quota else "missing — disk use is polled instead",
+              None if f.disk_quota else fix_root, optional=True),
+        Check("sandbox: bwrap", bool(f.bwrap) and features.bwrap_works(),
+              (f"{f.bwrap}: " + ("works" if features.bwrap_works() else "cannot make namespaces here")
+               + ("; used for cold runs (no jail without root)" if not f.namespaces else "; not needed as root"))
+              if f.bwrap else "not found" + ("" if not f.namespaces else " (not needed as root)"),
+              None if f.bwrap else "apt-get install -y bubblewrap", optional=f.namespaces),
+    ]
+    return checks
+
+
+def run_checks(store: Store) -> list[Check]:
+    checks = [_python(), _torch(), *_store(store)]
+    checks += _isolation_checks()
+    checks += [
+        _docker(),
+        _optional_module("ray", "ray", "ray"),
+        _optional_module("openai", "openai SDK", "openai"),
+        _anthropic_key(),
+    ]
+    return checks
 
 
 @click.command()
@@ -10,8 +136,6 @@ from .common import Context, emit_json, pass_ctx
 @pass_ctx
 def doctor(ctx: Context, as_json: bool) -> None:
     """Check Python, torch (CPU/CUDA), the data dir, the store schema, sandbox isolation and optional backends."""
-    from engine.doctor import run_checks
-
     config = _config_check()
     checks = [config, *run_checks(ctx.store)]
     if as_json:
@@ -30,12 +154,8 @@ def doctor(ctx: Context, as_json: bool) -> None:
         raise SystemExit(1)
 
 
-def _config_check():
+def _config_check() -> Check:
     """The settings file (and SANDMLE_* variables) validated as every command does."""
-    from engine.config import config_path, load_settings
-    from engine.doctor import Check
-    from engine.errors import ConfigError
-
     try:
         load_settings()
     except ConfigError as exc:

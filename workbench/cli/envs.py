@@ -93,7 +93,7 @@ def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> 
     import shutil
     from pathlib import Path
 
-    from engine.envs import export_env
+    from engine.envs.storage import export_env
 
     folder = Path(dest)
     if folder.is_dir() and any(folder.iterdir()):
@@ -117,7 +117,7 @@ def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> 
 @pass_ctx
 def delete(ctx: Context, env_id: str, as_json: bool) -> None:
     """Delete an environment: its row, files, leaderboard and folder."""
-    from engine.envs import delete_env
+    from engine.envs.storage import delete_env
 
     row = delete_env(ctx.store, env_id)
     if as_json:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import click
 
 from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, wide_option
@@ -40,7 +39,8 @@ def eval_(ctx: Context, policy_spec: str, scaffold: str, selector: str, n_seeds:
     """Evaluate a policy: medal / valid / above-median rates and HumanRank as mean ± SEM over seeds, plus a
     per-environment table. Results go into the store as an eval run."""
     from engine.config import load_settings
-    from engine.eval import run_eval, select_envs
+    from engine.eval.run import run_eval
+    from engine.eval.select import select_envs
 
     envs = select_envs(ctx.store, selector, limit=limit)
     workers = workers or load_settings().executor.workers

@@ -15,7 +15,7 @@ from .common import Context, emit_json, pass_ctx
 def grade(ctx: Context, env: str, submission: str, as_json: bool) -> None:
     """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench
     competition folder. Exits 0 for a valid submission, 3 for an invalid one."""
-    from engine.eval import resolve_env
+    from engine.eval.select import resolve_env
     from engine.grading import grade as grade_fn
 
     spec = resolve_env(ctx.store, env)

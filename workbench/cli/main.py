@@ -1,12 +1,17 @@
-"""Entry point of ``sandmle``. Every subcommand group lives in its own module."""
+"""The ``sandmle`` command group. Every subcommand group lives in its own module; with no command it opens what
+:func:`main` is given (:mod:`workbench.main` passes the TUI, so this package never imports the app)."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import sys
+from typing import Callable
 
 import click
+
+from engine.errors import SandmleError
+from store import Store, StoreError
 
 from .common import Context
 
@@ -49,23 +54,23 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     With no command, opens the workbench (a terminal UI; works over SSH).
     """
+    open_workbench: Callable[[Store], None] | None = ctx.obj  # given by main(); None: print the help
     ctx.obj = Context(debug=debug)
     ctx.call_on_close(ctx.obj.close)
     if ctx.invoked_subcommand is None:
-        from workbench.app import run_app
+        if open_workbench is None:
+            click.echo(ctx.get_help())
+        else:
+            open_workbench(ctx.obj.store)
 
-        run_app(ctx.obj.store)
 
-
-def main(argv: list[str] | None = None) -> None:
-    """Run the CLI; user errors become one line on stderr and a non-zero exit code."""
-    from engine.errors import SandmleError
-    from store import StoreError
-
+def main(argv: list[str] | None = None, *, open_workbench: Callable[[Store], None] | None = None) -> None:
+    """Run the CLI; user errors become one line on stderr and a non-zero exit code. ``open_workbench`` is what
+    ``sandmle`` with no command opens."""
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="sandmle", standalone_mode=False)
+        cli.main(args=args, prog_name="sandmle", standalone_mode=False, obj=open_workbench)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

@@ -25,10 +25,11 @@ from .common import POSITIVE_S, Context, emit_json, pass_ctx
 def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_turns: int | None, rng_seed: int,
             step_timeout: float, episode_timeout: float, reward: str, show: bool, as_json: bool) -> None:
     """Run one episode and store the trajectory, its submission, grade report and reward."""
-    from engine.agents.policy import load_policy
+    from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
     from engine.config import load_settings
-    from engine.eval import DEFAULT_TURNS, resolve_env
+    from engine.eval.run import DEFAULT_TURNS
+    from engine.eval.select import resolve_env
     from engine.grading.rewards import get_scheme
 
     load_settings()  # a bad config is one line, as for every other command

@@ -67,9 +67,10 @@ def import_(ctx: Context, path: str, metric: str | None, as_json: bool) -> None:
 
     Every seed is validated before anything is stored: one bad seed stores none.
     """
-    from engine.mlebench import is_mlebench_folder, load_mlebench_folder
-    from engine.seeds import import_seeds
     from pathlib import Path
+
+    from engine.seeds.load import import_seeds
+    from engine.seeds.mlebench import is_mlebench_folder, load_mlebench_folder
 
     if metric and is_mlebench_folder(Path(path)):
         seed = load_mlebench_folder(path, metric=metric)

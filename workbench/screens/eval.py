@@ -9,9 +9,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
+from ..jobs import LAUNCHER
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, fmt_time, selected_key
-from ..jobs import LAUNCHER
 
 
 def mean_sem(values: list[float]) -> tuple[float | None, float | None]:
@@ -37,7 +37,7 @@ def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
     """(overall, per env). Overall is the engine's own figure (each rate averaged over environments per seed, then
     mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes. An invalid
     submission has HumanRank 0 (it ranks below every entry), as in the engine."""
-    from engine.eval import aggregate
+    from engine.eval.run import aggregate
 
     def pair(stat: dict) -> tuple[float | None, float | None]:
         m, s = stat["mean"], stat["sem"]

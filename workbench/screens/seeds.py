@@ -9,8 +9,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
 from ..jobs import build_argv, resolve_command
-from ..widgets.nav_bar import NavBar
 from ..widgets.markdown_pane import MarkdownPane
+from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
 from .prompt import PromptScreen
 from .synth_form import SynthFormScreen
@@ -137,7 +137,7 @@ class SeedsScreen(BaseScreen):
     @work(thread=True, exclusive=True, group="seed-import")
     def import_folder(self, path: str) -> None:
         from engine.errors import SandmleError
-        from engine.seeds import import_seeds
+        from engine.seeds.load import import_seeds
 
         try:
             seeds = import_seeds(self.store, path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ...config import load_settings
 from ..policy import Action, Message, PolicyError
 
 
@@ -37,8 +38,6 @@ class AnthropicPolicy:
         except ImportError:
             raise PolicyError("the anthropic policy needs the `anthropic` package") from None
         if settings is None:
-            from ...config import load_settings
-
             settings = load_settings().anthropic
         self.model = model or settings.model
         self.max_tokens = max_tokens or settings.max_tokens

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ...models.loading import from_pretrained
 from ..policy import Action, Message, PolicyError
 from .chat import ChatFormat
 
@@ -17,9 +18,7 @@ class HFPolicy:
     def __init__(self, model: str, *, adapter: str | None = None, device: str | None = None,
                  temperature: float = 1.0, top_p: float = 1.0, max_new_tokens: int = 512,
                  max_context: int | None = None):
-        from ...models.tiny import load_causal_lm
-
-        self.model, self.tokenizer = load_causal_lm(model, adapter=adapter, device=device)
+        self.model, self.tokenizer = from_pretrained(model, adapter=adapter, device=device)
         self._setup(f"hf:{model}" + (f",adapter={adapter}" if adapter else ""), temperature, top_p, max_new_tokens,
                     max_context)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from ...config import load_settings
 from ..policy import Action, Message, PolicyError
 from .anthropic import to_chat
 
@@ -16,8 +17,6 @@ class OpenAIPolicy:
         except ImportError:
             raise PolicyError("the openai policy needs the `openai` package (pip install 'sandmle[openai]')") from None
         if settings is None:
-            from ...config import load_settings
-
             settings = load_settings().openai
         self.model = model or settings.model
         self.max_tokens = max_tokens

@@ -6,21 +6,16 @@ from __future__ import annotations
 from typing import Callable
 
 from ...errors import SandmleError
+from . import aide, oneshot, react
 from .base import Transcript
 
-SCAFFOLDS = ("react", "aide", "oneshot")
+SCAFFOLDS: dict[str, Callable[..., Transcript]] = {"react": react.run, "aide": aide.run, "oneshot": oneshot.run}
 
 
 def get_scaffold(name: str) -> Callable[..., Transcript]:
-    if name == "react":
-        from .react import run
-    elif name == "aide":
-        from .aide import run
-    elif name == "oneshot":
-        from .oneshot import run
-    else:
+    if name not in SCAFFOLDS:
         raise SandmleError(f"unknown scaffold {name!r}; expected one of {', '.join(SCAFFOLDS)}")
-    return run
+    return SCAFFOLDS[name]
 
 
 __all__ = ["SCAFFOLDS", "Transcript", "get_scaffold"]

@@ -7,6 +7,7 @@ import os
 import time
 from typing import Any
 
+from ...config import AnthropicSettings
 from ...errors import SynthesisError
 from .base import Completion, LLMBackend, cost_usd, extract_json
 
@@ -15,8 +16,6 @@ class AnthropicBackend(LLMBackend):
     name = "anthropic"
 
     def __init__(self, settings=None, *, client=None):
-        from ...config import AnthropicSettings
-
         self.settings = settings or AnthropicSettings()
         if client is None:
             try:

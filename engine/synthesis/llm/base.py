@@ -66,20 +66,3 @@ def cost_usd(model: str, input_tokens: int, output_tokens: int, prices: dict | N
     if p is None:
         p = next((v for k, v in (prices or PRICES).items() if model.startswith(k)), DEFAULT_PRICE)
     return round(input_tokens / 1e6 * p[0] + output_tokens / 1e6 * p[1], 6)
-
-
-def get_llm(name: str, settings=None) -> LLMBackend:
-    """A backend by name (imported lazily); ``settings`` is the full :class:`engine.config.Settings`."""
-    if name == "procedural":
-        from .procedural import ProceduralBackend
-
-        return ProceduralBackend()
-    if name == "anthropic":
-        from .anthropic_backend import AnthropicBackend
-
-        return AnthropicBackend(settings.anthropic if settings is not None else None)
-    if name == "openai":
-        from .openai_backend import OpenAIBackend
-
-        return OpenAIBackend(settings.openai if settings is not None else None)
-    raise SynthesisError(f"unknown synthesis backend {name!r}; expected procedural, anthropic or openai")

@@ -7,6 +7,7 @@ import os
 import time
 from typing import Any
 
+from ...config import OpenAISettings
 from ...errors import SynthesisError
 from .base import Completion, LLMBackend, extract_json
 
@@ -15,8 +16,6 @@ class OpenAIBackend(LLMBackend):
     name = "openai"
 
     def __init__(self, settings=None, *, client=None):
-        from ...config import OpenAISettings
-
         self.settings = settings or OpenAISettings()
         if client is None:
             try:

@@ -1,16 +1,22 @@
 """MLE-bench competition folders (``config.yaml`` + ``description.md``, optional ``leaderboard.csv`` and
-``prepared/public`` / ``prepared/private``) mapped onto our seed format."""
+``prepared/public`` / ``prepared/private``) mapped onto our seed format, and (when prepared) onto an environment."""
 
 from __future__ import annotations
 
 import csv
+import json
+import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
-from .errors import SeedError
-from .grading.metrics import METRICS
-from .seeds import ID_RE, Seed
+import yaml
+
+from ..envs.layout import EnvSpec, GradeSpec
+from ..errors import SandmleError, SeedError
+from ..grading.metrics import METRICS
+from .seed import ID_RE, Seed
 
 #: MLE-bench grader names (and common spellings) → our metric names
 GRADER_METRICS = {
@@ -33,8 +39,6 @@ def is_mlebench_folder(path: Path) -> bool:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    import yaml
-
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
@@ -184,3 +188,52 @@ def load_mlebench_folder(folder: str | Path, metric: str | None = None) -> Seed:
         origin=f"mlebench:{comp_id}", tags=["mlebench-import"], hints=hints, source_path=str(folder),
         source_format="mlebench", leaderboard=leaderboard,
     )
+
+
+def env_from_mlebench(folder: str | Path, cache_root: str | Path) -> EnvSpec:
+    """An MLE-bench competition folder as an environment: ``public/`` holds the files of ``prepared/public``
+    (hard-linked) plus ``description.md``, the answers file is copied to ``private/answers.csv`` with a grading spec; the leaderboard comes from leaderboard.csv."""
+    folder = Path(folder).resolve()
+    seed = load_mlebench_folder(folder)
+    public, private = find_prepared(folder)
+    if public is None or private is None:
+        raise SandmleError(f"{folder}: an MLE-bench folder needs prepared/public and prepared/private to be graded")
+    cfg = _read_yaml(folder / "config.yaml")
+    answers_name = Path(str((cfg.get("dataset") or {}).get("answers", "test.csv"))).name
+    answers = private / answers_name
+    if not answers.is_file():
+        candidates = sorted(private.glob("*.csv"))
+        if len(candidates) != 1:
+            raise SandmleError(f"{folder}: cannot find the answers file {answers}")
+        answers = candidates[0]
+    sample_cols = (public / "sample_submission.csv").read_text(encoding="utf-8").splitlines()[0].split(",")
+    pred_cols = [c.strip() for c in sample_cols[1:]]
+    classes = None
+    for col in seed.columns:
+        if col.get("role") == "target" and col.get("values"):
+            classes = list(col["values"])
+    spec = GradeSpec(metric=seed.metric, lower_is_better=seed.lower_is_better, id_column=seed.id_column,
+                     target_columns=list(seed.target_columns), prediction_columns=pred_cols, classes=classes,
+                     task_type=seed.task_type)
+    dest = Path(cache_root) / f"mlebench-{seed.id}"
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "private").mkdir(parents=True)
+    # real files (hard links where the file system allows): a sandbox copies public/ without following links
+    shutil.copytree(public, dest / "public", copy_function=_link_or_copy)
+    if not (dest / "public" / "description.md").exists():
+        shutil.copyfile(folder / "description.md", dest / "public" / "description.md")
+    shutil.copyfile(answers, dest / "private" / "answers.csv")
+    (dest / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2))
+    (dest / "env.json").write_text(json.dumps({
+        "id": f"mlebench-{seed.id}", "title": seed.title, "modality": seed.modality, "seed_id": None,
+        "leaderboard": [{"name": f"kaggle-{i}", "score": s} for i, s in enumerate(seed.leaderboard or [])],
+        "source": str(folder)}, indent=2))
+    return EnvSpec.from_dir(dest)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)

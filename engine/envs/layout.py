@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SandmleError
+from ..errors import SandmleError
 
 
 @dataclass

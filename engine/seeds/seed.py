@@ -1,5 +1,5 @@
-"""Seed folders: parse and validate ``seed.toml`` + ``description.md``, import MLE-bench competition folders,
-and load them into the store. Every problem is a :class:`SeedError` naming the file and the key."""
+"""A seed and its folder format: parse and validate ``seed.toml`` + ``description.md``. Every problem is a
+:class:`SeedError` naming the file and the key."""
 
 from __future__ import annotations
 
@@ -11,16 +11,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import SeedError
-from .grading.metrics import METRICS
+from ..errors import SeedError
+from ..grading.metrics import METRICS
 
 MODALITIES = ("tabular", "text", "image", "timeseries", "audio", "sequence")
 TASK_TYPES = ("binary", "multiclass", "regression", "multi_target_regression", "multilabel", "ordinal")
 DTYPES = ("int", "float", "category", "text", "bool", "datetime", "path")
 ROLES = ("id", "feature", "target", "group", "time", "media")
 ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-SHIPPED_SEEDS = Path(__file__).resolve().parent.parent / "seeds"
 
 _TOP_KEYS: dict[str, tuple[type | tuple, bool]] = {
     "id": (str, True),
@@ -195,44 +193,3 @@ def load_seed_folder(folder: str | Path) -> Seed:
     if not desc_path.is_file():
         raise SeedError(f"{desc_path}: missing (every seed needs a description.md)")
     return parse_seed_toml(data, toml_path, desc_path.read_text(encoding="utf-8"))
-
-
-def discover(path: str | Path) -> list[Seed]:
-    """Seeds under PATH: a seed folder, an MLE-bench competition folder, or a folder of either."""
-    from .mlebench import is_mlebench_folder, load_mlebench_folder
-
-    path = Path(path)
-    if not path.exists():
-        raise SeedError(f"{path}: no such file or folder")
-    if not path.is_dir():
-        raise SeedError(f"{path}: expected a folder (a seed folder or a folder of seed folders)")
-    if (path / "seed.toml").is_file():
-        return [load_seed_folder(path)]
-    if is_mlebench_folder(path):
-        return [load_mlebench_folder(path)]
-    seeds = []
-    for child in sorted(p for p in path.iterdir() if p.is_dir()):
-        if (child / "seed.toml").is_file():
-            seeds.append(load_seed_folder(child))
-        elif is_mlebench_folder(child):
-            seeds.append(load_mlebench_folder(child))
-    if not seeds:
-        raise SeedError(f"{path}: no seed folders found (need seed.toml, or config.yaml for MLE-bench)")
-    ids = [s.id for s in seeds]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
-    if dupes:
-        raise SeedError(f"{path}: seed id {dupes[0]!r} appears in more than one folder")
-    return seeds
-
-
-def import_seeds(store, path: str | Path) -> list[Seed]:
-    """Validate every seed under PATH first, then store them all in one transaction (all or nothing)."""
-    seeds = discover(path)
-    with store.transaction():
-        for seed in seeds:
-            store.seeds.upsert(seed.to_row())
-    return seeds
-
-
-def load_shipped(store) -> list[Seed]:
-    return import_seeds(store, SHIPPED_SEEDS)

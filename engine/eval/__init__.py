@@ -1,0 +1,1 @@
+"""Evaluation: environment selectors (:mod:`.select`) and many episodes of one policy over them (:mod:`.run`)."""

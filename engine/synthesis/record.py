@@ -1,0 +1,56 @@
+"""Recording a synthesized environment: env.json beside its files, and the store row with its files (hashes),
+leaderboard, thresholds and verification, in one transaction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from store import Store
+
+from ..envs.storage import file_rows
+from .designer import fingerprint
+
+
+def _count_rows(path: Path) -> int | None:
+    if not path.is_file():
+        return None
+    return len(pd.read_csv(path, usecols=[0]))
+
+
+def store_environment(store: Store, st: dict[str, Any], *, seed: dict[str, Any], run_id: str, backend: str, status: str,
+                      reason: str) -> str:
+    """Write env.json and store the row, files and leaderboard in one transaction."""
+    env_id, env_dir = st["env_id"], Path(st["env_dir"])
+    env_dir.mkdir(parents=True, exist_ok=True)
+    bp = st.get("blueprint")
+    spec = st.get("spec")
+    scenario = st.get("scenario") or {}
+    verdict = st.get("verdict")
+    board = verdict.leaderboard if verdict is not None and status == "verified" else []
+    thresholds = verdict.thresholds if verdict is not None and status == "verified" else None
+    verification = {"report": verdict.report if verdict is not None else {}, "proof": st.get("proof"),
+                    "knobs": st.get("knobs")}
+    row = {
+        "id": env_id, "seed_id": seed["id"], "run_id": run_id,
+        "title": scenario.get("title") or f"{seed['title']} (rejected draft)", "status": status,
+        "reason": reason or None, "split": "train",
+        "modality": bp.modality if bp else seed["modality"], "task_type": bp.task_type if bp else seed["task_type"],
+        "metric": spec.metric if spec else seed["metric"],
+        "lower_is_better": int(spec.lower_is_better if spec else seed["lower_is_better"]),
+        "id_column": spec.id_column if spec else seed["id_column"],
+        "target_columns": spec.target_columns if spec else seed["target_columns"],
+        "n_train": _count_rows(env_dir / "public" / "train.csv"), "n_test": _count_rows(env_dir / "public" / "test.csv"),
+        "backend": backend, "rng_seed": st.get("data_seed"), "blueprint": bp.to_dict() if bp else {},
+        "scenario": scenario, "thresholds": thresholds, "verification": verification, "dir": str(env_dir),
+        "fingerprint": fingerprint(scenario) if scenario else None,
+    }
+    meta = {k: v for k, v in row.items() if k not in ("verification",)}
+    meta["leaderboard"] = board
+    meta["grade"] = spec.to_dict() if spec else None
+    (env_dir / "env.json").write_text(json.dumps(meta, indent=2, default=str, sort_keys=True) + "\n")
+    store.envs.add(row, files=file_rows(env_dir), leaderboard=board)
+    return env_id

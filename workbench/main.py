@@ -1,0 +1,10 @@
+"""Entry point of ``sandmle``: the CLI, which opens the workbench (the TUI) when no command is given."""
+
+from __future__ import annotations
+
+from .app import run_app
+from .cli.main import main as cli_main
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli_main(argv, open_workbench=run_app)
