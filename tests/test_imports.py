@@ -17,19 +17,22 @@ def _modules(package: str) -> list[str]:
     return names
 
 
-def test_engine_and_every_submodule_import_without_textual():
-    mods = _modules("engine")
-    assert "engine.seeds.load" in mods and "engine.grading.metrics" in mods
+def _loaded_after_importing(mods: list[str], roots: tuple[str, ...]) -> list[str]:
+    """The modules under ``roots`` that a fresh interpreter holds after importing ``mods``."""
     code = (
         "import importlib, sys\n"
-        f"mods = {mods!r}\n"
-        "for m in mods: importlib.import_module(m)\n"
-        "bad = sorted(k for k in sys.modules if k == 'textual' or k.startswith('textual.') or k.startswith('workbench'))\n"
-        "print(','.join(bad))\n"
+        f"for m in {mods!r}: importlib.import_module(m)\n"
+        f"print(','.join(sorted(k for k in sys.modules if k.split('.')[0] in {roots!r})))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "", f"engine imported the TUI: {out.stdout}"
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+def test_engine_and_every_submodule_import_without_textual():
+    mods = _modules("engine")
+    assert "engine.seeds.load" in mods and "engine.grading.metrics" in mods
+    assert _loaded_after_importing(mods, ("textual", "workbench")) == []
 
 
 def test_engine_outside_training_imports_no_torch():
@@ -37,26 +40,11 @@ def test_engine_outside_training_imports_no_torch():
     mods = ["engine", "engine.seeds.load", "engine.synthesis.pipeline", "engine.eval.run", "engine.eval.select",
             "engine.agents.rollout", "engine.agents.policies", "engine.sandbox", "engine.executors",
             "engine.models.loading"]
-    code = (
-        "import importlib, sys\n"
-        f"for m in {mods!r}: importlib.import_module(m)\n"
-        "print(','.join(sorted(k for k in ('torch', 'transformers', 'trl', 'peft') if k in sys.modules)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+    assert _loaded_after_importing(mods, ("torch", "transformers", "trl", "peft")) == []
 
 
 def test_store_imports_neither_engine_nor_workbench():
-    mods = _modules("store")
-    code = (
-        "import importlib, sys\n"
-        f"for m in {mods!r}: importlib.import_module(m)\n"
-        "print(','.join(sorted(k for k in sys.modules if k.split('.')[0] in ('engine', 'workbench', 'textual'))))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == ""
+    assert _loaded_after_importing(_modules("store"), ("engine", "workbench", "textual")) == []
 
 
 def test_no_sql_outside_store():
