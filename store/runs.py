@@ -22,6 +22,9 @@ def new_id(prefix: str) -> str:
 class Runs(Repo):
     table = "runs"
     json_fields = ("config", "summary")
+    #: a row a launcher made in advance for this process's work (the workbench's job id): the first ``create``
+    #: of that kind without an explicit id fills it in rather than adding a second run (see ``adopt``)
+    adopt_id: str | None = None
 
     def create(
         self, kind: str, config: dict[str, Any] | None = None, *, name: str | None = None,
@@ -29,6 +32,10 @@ class Runs(Repo):
     ) -> str:
         if kind not in KINDS:
             raise ValueError(f"unknown run kind {kind!r}; expected one of {', '.join(KINDS)}")
+        if run_id is None:
+            adopted = self.adopt(kind, config, name=name, parent_id=parent_id, dir=dir, status=status)
+            if adopted is not None:
+                return adopted
         run_id = run_id or new_id(kind)
         stamp = now()
         row = self.encode({
@@ -38,6 +45,21 @@ class Runs(Repo):
         with self.store.transaction() as db:
             db["runs"].insert(row, pk="id")
         return run_id
+
+    def adopt(self, kind: str, config: dict[str, Any] | None = None, *, name: str | None = None,
+              parent_id: str | None = None, dir: str | None = None, status: str = "running") -> str | None:
+        """Fill in the row ``adopt_id`` names (once, and only with a run of its kind) and return its id, so that
+        one piece of work started by a launcher is one run; None when there is nothing to adopt. The launcher's own
+        config keys are kept beside the run's config."""
+        row = self.get(self.adopt_id, missing_ok=True) if self.adopt_id else None
+        if row is None or row["kind"] != kind:
+            return None
+        self.adopt_id = None
+        stamp = now()
+        self.update(row["id"], config={**(config or {}), **(row["config"] or {})}, name=name or row["name"],
+                    parent_id=parent_id, dir=dir or row["dir"], status=status, pid=os.getpid(),
+                    host=socket.gethostname(), started_at=stamp if status == "running" else None, heartbeat_at=stamp)
+        return row["id"]
 
     def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
         row = self._get("id = ?", (run_id,))

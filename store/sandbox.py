@@ -58,18 +58,29 @@ class SandboxRuns(Repo):
 
     def list(
         self, *, status: str | None = None, env_id: str | None = None, run_id: str | None = None,
-        limit: int | None = 200, offset: int = 0,
+        text: str | None = None, limit: int | None = 200, offset: int = 0,
     ) -> list[dict[str, Any]]:
+        """Newest first; ``text`` matches part of the id, run id, environment id or command."""
+        where, params = self._where(status=status, env_id=env_id, run_id=run_id, text=text)
+        sql = "SELECT * FROM sandbox_runs" + where + " ORDER BY started_at DESC, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return self.decode_all(self.store.query(sql, params))
+
+    def count(self, **filters: Any) -> int:
+        if not any(v is not None for v in filters.values()):
+            return self.store.db["sandbox_runs"].count
+        where, params = self._where(**filters)
+        return self.store.query("SELECT COUNT(*) AS n FROM sandbox_runs" + where, params)[0]["n"]
+
+    @staticmethod
+    def _where(*, status=None, env_id=None, run_id=None, text=None) -> tuple[str, tuple]:
         where, params = [], []
         for col, val in (("status", status), ("env_id", env_id), ("run_id", run_id)):
             if val is not None:
                 where.append(f"{col} = ?")
                 params.append(val)
-        sql = "SELECT * FROM sandbox_runs" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY started_at DESC, id"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        return self.decode_all(self.store.query(sql, tuple(params)))
-
-    def count(self) -> int:
-        return self.store.db["sandbox_runs"].count
+        if text:
+            where.append("(id LIKE ? OR run_id LIKE ? OR env_id LIKE ? OR command LIKE ?)")
+            params += [f"%{text}%"] * 4
+        return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)

@@ -21,6 +21,13 @@ async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
         await pilot.pause(0.05)
 
 
+async def goto(pilot, key: str) -> None:
+    """Press a screen's key and wait until that screen has its data on screen."""
+    mode = next(name for name, (_, k) in SCREENS.items() if k == key)
+    await pilot.press(key)
+    await wait_for(pilot, lambda: pilot.app.current_mode == mode and getattr(pilot.app.screen, "ready", False))
+
+
 async def test_seeds_filter_toggle_and_tag(seeded_store):
     app = Workbench(store=seeded_store)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -156,17 +163,46 @@ async def test_keymap_from_the_config_remaps_a_binding_by_id(seeded_store):
 
 
 async def test_help_panel_and_palette_by_keyboard(seeded_store):
+    from workbench.widgets.keys_panel import KeysPanel, key_groups
+
     app = Workbench(store=seeded_store)
     async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "4")
         await pilot.press("question_mark")
         await pilot.pause()
-        assert app.screen.query("HelpPanel")
+        assert app.screen.query(KeysPanel)
+        # the screen's own keys come first, Textual's cursor keys of the focused table last
+        groups = key_groups(app.screen)
+        assert [g for g, _ in groups][0] == "this screen" and groups[-1][0] == "moving around"
+        assert ("l", "Launch") in groups[0][1] and ("R", "Resume") in groups[0][1]
+        assert any(d == "Cursor up" for _, d in groups[-1][1])
+        everywhere = dict((d, k) for k, d in dict(groups)["everywhere"])
+        assert everywhere["Refresh"] == "r" and everywhere["Keys"] == "?"
         await pilot.press("question_mark")
         await pilot.pause()
-        assert not app.screen.query("HelpPanel")
+        assert not app.screen.query(KeysPanel)
+        # the palette names keys as they are typed
+        commands = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert commands["Environments: Next page"].startswith("key ]")
+        assert commands["Seeds: Filter"].startswith("key /")
+        assert not any("square_bracket" in h or "slash" in h for h in commands.values())
         await pilot.press("ctrl+p")
         await pilot.pause()
-        await pilot.press(*"seeds: synthesize")
+        await pilot.press(*"seeds: launch synth")
         await pilot.pause(0.5)
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "SynthFormScreen")
+
+
+def test_one_meaning_per_key_across_the_main_screens():
+    """A letter does one thing wherever it is bound (l launches, s stops, r refreshes, t tags…)."""
+    meanings: dict[str, set[str]] = {}
+    for cls, _ in SCREENS.values():
+        for b in cls.BINDINGS:
+            if len(b.key) == 1 and b.key.isalpha():
+                meanings.setdefault(b.key, set()).add(b.description.split()[0].lower())
+    for b in Workbench.BINDINGS:
+        if len(b.key) == 1 and b.key.isalpha():
+            meanings.setdefault(b.key, set()).add(b.description.split()[0].lower())
+    assert {k: v for k, v in meanings.items() if len(v) > 1} == {}
+    assert meanings["l"] == {"launch"} and meanings["s"] == {"stop"} and meanings["r"] == {"refresh"}

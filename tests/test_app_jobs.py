@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Button, DataTable, Label, Select
 
-from test_app import wait_for
+from test_app import goto, wait_for
 from workbench.app import Workbench
 from workbench.jobs import LAUNCHER, build_argv, resolve_command
 
@@ -28,8 +28,7 @@ async def test_a_job_runs_in_the_background_and_shows_its_output(seeded_store):
         await pilot.press("2")  # the job keeps going while we look elsewhere
         await wait_for(pilot, lambda: seeded_store.runs.get(job.run_id)["status"] == "done", timeout=60)
         assert '"whale-calls"' in job.log_path.read_text()
-        await pilot.press("6")
-        await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
+        await goto(pilot, "6")
         table = app.screen.query_one("#jobs-table", DataTable)
         assert table.row_count == 1 and "done" in str(table.get_row_at(0)[2])
         log = app.screen.query_one("#job-log")
@@ -71,7 +70,7 @@ async def test_quit_asks_and_can_stop_a_running_job(store, tmp_path):
 async def test_synthesize_from_a_seed_and_see_its_environments_appear(seeded_store):
     app = Workbench(store=seeded_store, poll_s=0.1)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("s")
+        await pilot.press("l")
         await pilot.pause()
         form = app.screen
         assert type(form).__name__ == "SynthFormScreen"
@@ -91,10 +90,11 @@ async def test_synthesize_from_a_seed_and_see_its_environments_appear(seeded_sto
         assert seeded_store.runs.get(job.run_id)["status"] == "done", job.log_path.read_text()[-2000:]
         made = seeded_store.envs.count(seed_id="author-style")
         assert made >= 1
+        # one job, one run: the synthesis run is the job's row
+        assert [r["id"] for r in seeded_store.runs.list(kind="synthesis")] == [job.run_id]
         table = app.screen.query_one("#envs-table", DataTable)
         await wait_for(pilot, lambda: table.row_count == made)
-        await pilot.press("6")
-        await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
+        await goto(pilot, "6")
         progress = str(app.screen.query_one("#jobs-table", DataTable).get_row_at(0)[4])
         assert progress.startswith(f"{made}/2 envs")
 
@@ -125,6 +125,30 @@ async def test_launch_form_builds_the_real_training_command(seeded_store):
             assert "has not landed" in text and form.query_one("#start", Button).disabled
 
 
+async def test_launch_form_prefills_from_the_selected_run_and_remembers_the_last_launch(store):
+    from workbench.demo import populate
+    from workbench.screens.launch_form import load_last, save_last
+
+    populate(store)
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "4")
+        await pilot.press("l")  # the selected run is grpo-demo
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "LaunchFormScreen")
+        form = app.screen
+        assert [form.query_one(f"#launch-{f}").value for f in ("model", "group_size", "steps", "envs")] == \
+            ["tiny", "2", "12", "train"]
+        await pilot.press("escape")
+        save_last(store.data_dir, "sft", {"model": "tiny", "extra": "--epochs 1", "steps": "3"})
+        assert load_last(store.data_dir)["extra"] == "--epochs 1"
+        await pilot.press("l")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "LaunchFormScreen")
+        form = app.screen
+        assert form.query_one("#launch-kind", Select).value == "sft"
+        assert form.query_one("#launch-extra").value == "--epochs 1"
+        assert form.query_one("#launch-steps").value == "12"  # the selected run's own value wins
+
+
 @pytest.mark.slow
 async def test_launch_a_tiny_grpo_run_and_see_its_first_metric_point(store):
     from workbench.demo import populate
@@ -134,8 +158,7 @@ async def test_launch_a_tiny_grpo_run_and_see_its_first_metric_point(store):
     populate(store)
     app = Workbench(store=store, poll_s=0.2)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
-        await wait_for(pilot, lambda: app.current_mode == "training" and app.screen.ready)
+        await goto(pilot, "4")
         await pilot.press("l")
         await pilot.pause()
         form = app.screen
@@ -148,28 +171,51 @@ async def test_launch_a_tiny_grpo_run_and_see_its_first_metric_point(store):
         job = next(iter(app.jobs.jobs.values()))
         assert job.argv[:2] == ["train", "grpo"] and "--steps" in job.argv and "--max-turns" in job.argv
 
-        def new_runs():
-            return [r for r in store.runs.list(kind="grpo") if r["id"] != "grpo-demo"
-                    and (r.get("config") or {}).get("launcher") != "workbench"]
-
-        await wait_for(pilot, lambda: new_runs() and store.runs.metric_points(new_runs()[0]["id"]) > 0,
-                       timeout=240)
-        run_id = new_runs()[0]["id"]
+        await wait_for(pilot, lambda: store.runs.metric_points(job.run_id) > 0, timeout=240)
         await wait_for(pilot, lambda: not job.running, timeout=120)
-        assert store.runs.get(job.run_id)["status"] == "done", job.log_path.read_text()[-2000:]
-        # the new run is on the Training screen, with its reward point on the curves
-        app.screen.reload()
+        row = store.runs.get(job.run_id)
+        assert row["status"] == "done", job.log_path.read_text()[-2000:]
+        # one job is one run: the trainer ran under the job's id, with its config and a run folder
+        assert [r["id"] for r in store.runs.list(kind="grpo") if r["id"] != "grpo-demo"] == [job.run_id]
+        assert row["config"]["steps"] == 1 and row["config"]["launcher"] == "workbench"
+        assert row["dir"].endswith(f"runs/{job.run_id}") and store.runs.latest_checkpoint(job.run_id)
+        # the run is on the Training screen, with its reward point on the curves
         table = app.screen.query_one("#runs-table", DataTable)
-        keys = [row.value for row in table.rows]
-        assert run_id in keys
-        table.move_cursor(row=keys.index(run_id))
+        await wait_for(pilot, lambda: job.run_id in [r.value for r in table.rows])
+        table.move_cursor(row=[r.value for r in table.rows].index(job.run_id))
         curves = app.screen.query_one("#run-curves")
         await wait_for(pilot, lambda: len(curves.series.get("reward_mean", [])) == 1)
-        # the job panel links the job to the run its process made
-        await pilot.press("6")
-        await wait_for(pilot, lambda: app.current_mode == "jobs" and app.screen.ready)
-        progress = str(app.screen.query_one("#jobs-table", DataTable).get_row_at(0)[4])
-        assert progress.startswith(f"{run_id[:16]} · step 1/1 · reward")
+        assert "KL" in curves.views() and "step time" in curves.views()  # every metric the run logs
+        # the job panel shows the same run's progress
+        await goto(pilot, "6")
+        jobs_table = app.screen.query_one("#jobs-table", DataTable)
+        assert [r.value for r in jobs_table.rows] == [job.run_id]
+        assert str(jobs_table.get_row_at(0)[4]).startswith("step 1/1 · reward")
+
+
+@pytest.mark.slow
+async def test_a_training_job_stopped_from_the_workbench_shows_as_stopped(store):
+    from workbench.demo import populate
+
+    populate(store)
+    app = Workbench(store=store, poll_s=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        job = app.launch_job("grpo", ["train", "grpo", "--model", "tiny", "--steps", "40", "--group-size", "2",
+                                      "--envs-per-step", "1", "--max-turns", "2", "--max-new-tokens", "16",
+                                      "--save-every", "1"], "grpo to stop")
+        await pilot.press("4")
+        await wait_for(pilot, lambda: store.runs.metric_points(job.run_id) > 0, timeout=240)
+        table = app.screen.query_one("#runs-table", DataTable)
+        await wait_for(pilot, lambda: job.run_id in [r.value for r in table.rows])
+        table.move_cursor(row=[r.value for r in table.rows].index(job.run_id))
+        await pilot.press("s")  # asks first
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+        await pilot.press("y")
+        await wait_for(pilot, lambda: not job.running, timeout=120)
+        row = store.runs.get(job.run_id)
+        assert row["status"] == "stopped" and job.status == "stopped", (row["error"], job.log_path.read_text()[-2000:])
+        assert 0 < store.runs.last_step(job.run_id) < 40 and store.runs.latest_checkpoint(job.run_id)
+        await wait_for(pilot, lambda: "stopped" in str(table.get_row_at(table.get_row_index(job.run_id))[2]))
 
 
 async def test_stop_and_resume_a_training_run_from_the_training_screen(seeded_store):
@@ -185,17 +231,21 @@ async def test_stop_and_resume_a_training_run_from_the_training_screen(seeded_st
         store.runs.update(run_id, pid=worker.pid)
         app = Workbench(store=store, poll_s=0.2)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press("4")
-            await wait_for(pilot, lambda: app.current_mode == "training" and app.screen.ready)
+            await goto(pilot, "4")
             await pilot.press("s")
+            await wait_for(pilot, lambda: type(app.screen).__name__ == "ConfirmScreen")
+            await pilot.press("n")  # asked first: no stops nothing
+            await pilot.pause()
+            assert store.runs.get(run_id)["status"] == "running"
+            await pilot.press("s", "y")
             await wait_for(pilot, lambda: store.runs.get(run_id)["status"] == "stopped", timeout=60)
             await wait_for(pilot, lambda: worker.poll() is not None, timeout=30)  # the trainer got SIGTERM
             await wait_for(pilot, lambda: "stopped" in str(app.screen.query_one("#runs-table", DataTable)
                                                           .get_row_at(0)[2]))
-            await pilot.press("r")
+            await pilot.press("R")
             await pilot.pause()
             job = next(iter(app.jobs.jobs.values()))
-            assert job.argv == ["runs", "resume", "--json", run_id]
+            assert job.argv == ["runs", "resume", "--json", run_id] and job.run_id == run_id  # the same run
             await wait_for(pilot, lambda: not job.running, timeout=120)
     finally:
         worker.kill()
@@ -215,8 +265,7 @@ async def test_a_job_left_running_reports_its_end_to_the_next_session(seeded_sto
     async with again.run_test(size=(80, 24)) as pilot:
         adopted = again.jobs.jobs[job.run_id]
         assert adopted.proc is None and adopted.running
-        await pilot.press("6")
-        await wait_for(pilot, lambda: again.current_mode == "jobs" and again.screen.ready)
+        await goto(pilot, "6")
         job.proc.wait(timeout=300)  # the child of the first session
         await wait_for(pilot, lambda: not adopted.running, timeout=30)
         assert seeded_store.runs.get(job.run_id)["status"] == "done"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import tarfile
 
 import pytest
+from rich.console import Console
 from textual.widgets import DataTable, Static, TabbedContent
 
-from test_app import wait_for
+from test_app import goto, wait_for
 from workbench.app import Workbench
 from workbench.jobs import resolve_command
 from workbench.demo import populate
@@ -21,7 +23,10 @@ def demo(store):
 
 
 def static_text(widget: Static) -> str:
-    return str(widget.render())
+    """What a Static shows, as plain text (markup, Rich Text and Rich groups alike)."""
+    console = Console(width=widget.size.width or 80, file=io.StringIO(), record=True)
+    console.print(widget.content)
+    return console.export_text()
 
 
 async def test_environments_filter_detail_preview_and_export(demo):
@@ -103,8 +108,7 @@ async def test_sandbox_log_tails_a_growing_file_and_searches(demo):
     store, ids = demo
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("3")
-        await wait_for(pilot, lambda: app.current_mode == "sandbox" and app.screen.ready)
+        await goto(pilot, "3")
         log = app.screen.query_one("#sandbox-log")
         assert log.line_count == 2 and log.line(1) == "starting"
         with open(ids["live_log"], "a") as f:
@@ -115,11 +119,40 @@ async def test_sandbox_log_tails_a_growing_file_and_searches(demo):
         # the finished run's log, then a search inside it
         await pilot.press("down")
         await wait_for(pilot, lambda: log.path is not None and log.path.name == "sbx-done.log" and log.loaded)
-        await pilot.press("l", "home")  # to the top of the log: a search starts from the view
+        await pilot.press("enter", "home")  # into the log, to its top: a search starts from the view
         await pilot.press("slash", *"epoch 3", "enter")
         await wait_for(pilot, lambda: log.current_line == 5)  # "epoch 3 …" is the 6th line
         await pilot.press("n")
         await wait_for(pilot, lambda: log.current_line == 32)  # next: "epoch 30 …"
+
+
+async def test_sandbox_list_fills_the_screen_running_first_and_filters(demo):
+    store, ids = demo
+    for i in range(30):  # older finished runs
+        store.sandbox.start({"id": f"sbx-old-{i:02d}", "env_id": ids["envs"][1], "backend": "local",
+                             "command": "python step.py", "run_id": "grpo-demo" if i % 2 else None,
+                             "started_at": f"2026-11-29T0{i % 10}:00:{i:02d}.000+00:00"})
+        store.sandbox.finish(f"sbx-old-{i:02d}", status="ok" if i % 3 else "error", exit_code=0 if i % 3 else 1,
+                             wall_s=0.5)
+    store.sandbox.start({"id": "sbx-late", "backend": "local", "command": "python late.py"})  # newest, running
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 40)) as pilot:
+        await goto(pilot, "3")
+        table = app.screen.query_one("#sandbox-table", DataTable)
+        assert table.size.height >= 15  # half of a 40-row terminal, not a fixed 7 rows
+        keys = [row.value for row in table.rows]
+        assert keys[:2] == ["sbx-late", "sbx-live"] and keys[2] == "sbx-done"  # running first, newest first
+        await pilot.press("v")  # running only
+        await pilot.pause()
+        assert [row.value for row in table.rows] == ["sbx-late", "sbx-live"]
+        await pilot.press("v", "v")  # errors only
+        await pilot.pause()
+        assert table.row_count == 10 and all("error" in str(table.get_row_at(i)[1]) for i in range(10))
+        await pilot.press("v", "v")  # (timeout,) all again
+        await pilot.press("slash", *"grpo-demo", "enter")  # runs of one training run
+        await pilot.pause()
+        assert table.row_count == 15 and app.focused is table
+        assert "15 of 15 matching 'grpo-demo'" in static_text(app.screen.query_one("#sandbox-info"))
 
 
 async def test_log_view_opens_a_big_log_lazily(store, tmp_path):
@@ -132,8 +165,7 @@ async def test_log_view_opens_a_big_log_lazily(store, tmp_path):
     store.sandbox.start({"id": "sbx-big", "backend": "local", "command": "python big.py", "log_path": str(big)})
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("3")
-        await wait_for(pilot, lambda: app.current_mode == "sandbox" and app.screen.ready)
+        await goto(pilot, "3")
         log = app.screen.query_one(LogView)
         assert log.line_count == 200_000
         assert log.line(199_999) == "line 199999 of a long training log"
@@ -149,8 +181,7 @@ async def test_training_curves_pick_up_a_new_point_and_rollouts_compare(demo):
     store.runs.log_metrics(run, 1, {"reward_mean": 0.25, "loss": 1.0})
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("4")
-        await wait_for(pilot, lambda: app.current_mode == "training" and app.screen.ready)
+        await goto(pilot, "4")
         table = app.screen.query_one("#runs-table", DataTable)
         assert table.row_count == 2
         curves = app.screen.query_one("#run-curves")
@@ -162,34 +193,128 @@ async def test_training_curves_pick_up_a_new_point_and_rollouts_compare(demo):
         await wait_for(pilot, lambda: len(curves.series.get("reward_mean", [])) == 2)
         assert curves.series["medal_rate"] == [(2, 0.25)]
         assert curves.names() == ["reward_mean", "medal_rate"]
+        await pilot.press("m")  # every metric the run logs has a view
+        assert curves.view == "loss" and curves.names() == ["loss"]
         await pilot.press("m")
-        assert curves.names() == ["loss"]
-        # the finished demo run: its rollouts, one turn by turn, then two of a group side by side
-        await pilot.press("down", "t")
+        assert curves.view == "rates"
+
+
+async def test_eval_screen_shows_each_run_and_its_table_takes_focus(demo):
+    store, ids = demo
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "5")
+        runs = app.screen.query_one("#eval-runs", DataTable)
+        # name, policy, adapter (named by the run that trained it), scaffold, episodes, medal, valid, HumanRank
+        assert [str(c) for c in runs.get_row_at(0)] == ["SFT+GRPO heldout", "hf:tiny", "grpo-demo", "react", "6",
+                                                        "50%", "100%", "0.65"]
+        assert str(runs.get_row_at(1)[0]) == "SFT heldout" and str(runs.get_row_at(1)[5]) == "17%"
+        summary = static_text(app.screen.query_one("#eval-summary"))
+        # overall: per seed, the mean over environments; then mean ± SEM over seeds (as `sandmle eval`)
+        assert "6 episodes" in summary and "medal 50% ± 0%" in summary and "HumanRank 0.650 ± 0.058" in summary
+        results = app.screen.query_one("#eval-results", DataTable)
+        assert results.row_count == 2 and str(results.get_row_at(0)[3]) == "33%±33%"
+        assert runs.region.right <= 80 and results.region.bottom <= 23  # on screen at 80x24
+        await pilot.press("tab")
+        assert app.focused is results
+        await pilot.press("down")
+        assert results.cursor_row == 1
+        await pilot.press("enter")  # that environment's episodes of the run
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrajectoriesScreen")
+        assert app.screen.env_id == "env-tab-001" and app.screen.run_id == "eval-demo"
+
+
+async def test_rollout_turns_are_reachable_by_keyboard(demo):
+    store, ids = demo
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "4")
+        await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "TrajectoriesScreen" and app.screen.ready)
         screen = app.screen
-        assert screen.query_one("#traj-table", DataTable).row_count == 2
-        left = screen.query_one("#traj-left")
-        assert left.trajectory["id"] == "traj-0" and len(left.trajectory["turns"]) == 3
+        view = screen.query_one("#traj-left")
+        await wait_for(pilot, lambda: len(view.query(".traj-turn")) == 3)
+        assert view.trajectory["id"] == "traj-0"
+        await pilot.press("tab")
+        assert app.focused is view
+        turns = list(view.query(".traj-turn"))
+
+        def visible(widget) -> bool:
+            top = widget.virtual_region.y - view.scroll_y
+            return 0 <= top < view.scrollable_content_region.height
+
+        # it opens on the first assistant turn (system prompt and task folded into one line)
+        assert visible(turns[0]) and not visible(turns[1])
+        assert "▸ system + task" in static_text(view.query_one(".traj-prelude"))
+        first = static_text(turns[0])
+        assert "#1 python ✓ · 38 tok 0.4s · ran 1.1s" in first and "df = pd.read_csv" in first
+        assert "… 3 lines …" in first and "11  +0.600" in first  # a long observation: its head and tail
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert visible(turns[1]) and "#2 python" in static_text(turns[1])
+        await pilot.press("enter")  # unfold the prompt
+        assert "You are a machine-learning engineer" in static_text(view.query_one(".traj-prelude"))
+        # side by side, the same view; escape leaves compare mode first, then the screen
         await pilot.press("c")
         await pilot.pause()
         right = screen.query_one("#traj-right")
         assert not right.has_class("hidden") and right.trajectory["id"] == "traj-1"
-        assert "group grp-1" in static_text(screen.query_one("#traj-info"))
+        assert len(right.query(".traj-turn")) == 3
+        assert "ValueError" in static_text(list(right.query(".traj-turn"))[1])
+        assert "s00012/g01" in static_text(screen.query_one("#traj-info"))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert right.has_class("hidden") and app.screen is screen
+        await pilot.press("escape")
+        await pilot.pause()
+        assert type(app.screen).__name__ == "TrainingScreen"
 
 
-async def test_eval_screen_medal_rate_and_human_rank_with_sem(demo):
+async def test_environments_refresh_when_another_process_adds_one(demo):
+    store, ids = demo
+    app = Workbench(store=store, poll_s=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("1")
+        await wait_for(pilot, lambda: app.screen.ready)
+        seeds = app.screen.query_one("#seeds-table", DataTable)
+        forest = seeds.get_row_index("forest-cover")
+        assert str(seeds.get_row_at(forest)[-1]) == "2/3"
+        await goto(pilot, "2")
+        table = app.screen.query_one("#envs-table", DataTable)
+        assert table.row_count == 3
+        code = ("from store import Store; s = Store(); s.envs.add({'id': 'forest-cover-0a1b2c3d', 'seed_id': "
+                "'forest-cover', 'title': 'new', 'status': 'verified', 'modality': 'tabular', 'task_type': 'binary', "
+                "'metric': 'accuracy', 'lower_is_better': False, 'id_column': 'id', 'target_columns': ['y']})")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+        await wait_for(pilot, lambda: table.row_count == 4)
+        assert "1–4 of 4" in static_text(app.screen.query_one("#envs-info"))
+        await pilot.press("1")  # a screen that was away re-reads when it comes back
+        await wait_for(pilot, lambda: str(seeds.get_row_at(forest)[-1]) == "3/4")
+
+
+async def test_environment_split_moves_by_key_and_the_launch_form_counts_it(demo):
     store, ids = demo
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("5")
-        await wait_for(pilot, lambda: app.current_mode == "eval" and app.screen.ready)
-        summary = static_text(app.screen.query_one("#eval-summary"))
-        # overall: per seed, the mean over environments; then mean ± SEM over seeds (as `sandmle eval`)
-        assert "6 episodes" in summary and "medal rate 50% ± 0%" in summary and "HumanRank 0.600 ± 0.058" in summary
-        results = app.screen.query_one("#eval-results", DataTable)
-        assert results.row_count == 2
-        assert results.get_row_at(0)[3] == "67% ± 33%"
+        await goto(pilot, "2")
+        table = app.screen.query_one("#envs-table", DataTable)
+        assert str(table.get_row_at(0)[2]) == "train"
+        await pilot.press("p")
+        await pilot.pause()
+        assert store.envs.get("env-tab-000")["split"] == "heldout" and str(table.get_row_at(0)[2]) == "heldout"
+        assert "1 train · 1 heldout verified" in static_text(app.screen.query_one("#envs-info"))
+        await goto(pilot, "4")
+        await pilot.press("l")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "LaunchFormScreen")
+        form = app.screen
+        info = form.query_one("#launch-envs-info")
+        assert str(info.render()) == "split train: 1 verified environment"
+        form.query_one("#launch-envs").value = "heldout"
+        await pilot.pause()
+        assert str(info.render()) == "split heldout: 1 verified environment"
+        form.query_one("#launch-envs").value = "all"
+        await pilot.pause()
+        assert str(info.render()) == "split all: 2 verified environments"
 
 
 def test_mean_sem():
@@ -199,3 +324,44 @@ def test_mean_sem():
     assert mean_sem([1.0]) == (1.0, 0.0)
     m, s = mean_sem([0.0, 1.0, 1.0, 0.0])
     assert m == 0.5 and s == pytest.approx(0.288675, rel=1e-4)
+
+
+async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
+    from workbench.runinfo import run_cost
+
+    store, ids = demo
+    run = store.runs.create("eval", {"policy": "anthropic:claude-haiku-4-5", "scaffold": "react"}, run_id="eval-api",
+                            name="haiku react")
+    store.runs.update(run, started_at="2026-11-30T05:00:00.000+00:00")
+    for k in range(2):  # 1M input + 0.2M output tokens at $1 / $5 per million: $2 each
+        store.trajectories.add({"id": f"traj-api-{k}", "run_id": run, "env_id": "env-tab-000",
+                                "policy": "anthropic:claude-haiku-4-5", "scaffold": "react", "status": "done", "reward": 0.2, "reward_breakdown": {
+                                    "state": {"usage": {"input_tokens": 1_000_000, "output_tokens": 200_000}}}}, [])
+    store.runs.add_eval_results(run, [{"env_id": "env-tab-000", "policy": "anthropic:claude-haiku-4-5", "scaffold": "react",
+                                       "rng_seed": 0, "valid": True, "human_rank": 0.5, "reward": 0.2}])
+    store.runs.finish(run, "done")
+    store.runs.update(run, ended_at="2026-11-30T05:03:30.000+00:00")
+    assert run_cost(store, store.runs.get(run)) == pytest.approx(4.0)
+    synth = store.runs.create("synthesis", {"seed_id": "forest-cover"})
+    for cost in (0.0125, 0.02):
+        store.envs.add_attempt({"run_id": synth, "seed_id": "forest-cover", "role": "analyst", "attempt": 1,
+                                "backend": "anthropic", "verdict": "ok", "usage": {"cost_usd": cost}})
+    assert run_cost(store, store.runs.get(synth)) == pytest.approx(0.0325)
+    assert run_cost(store, store.runs.get(store.runs.create("grpo", {"model": "tiny"}))) == 0.0
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "5")
+        summary = static_text(app.screen.query_one("#eval-summary"))
+        assert "wall 3m30s · $4.00" in summary
+
+
+def test_short_ids_keep_the_end_that_tells_them_apart():
+    from workbench.fmt import short_id
+    from workbench.widgets.metric_curves import integer_ticks, views_for
+
+    a, b = "tabular-binary-manufacturing-1a2b3c4d", "tabular-binary-manufacturing-9f8e7d6c"
+    assert short_id(a, 22) != short_id(b, 22) and short_id(a, 22).endswith("1a2b3c4d") and len(short_id(a, 22)) == 22
+    assert short_id("env-tab-000", 22) == "env-tab-000"
+    assert integer_ticks(1, 12) == [1, 4, 7, 10, 12] and integer_ticks(3, 3) == [3] and integer_ticks(1, 2) == [1, 2]
+    views = views_for({"reward_mean", "loss", "kl", "grad_norm", "clip_fraction", "step_s", "skipped_groups", "tokens"})
+    assert list(views) == ["rates", "loss", "KL", "grad norm", "clip fraction", "step time", "skipped groups", "tokens"]

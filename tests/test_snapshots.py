@@ -50,8 +50,10 @@ async def settle(pilot) -> None:
     ("environment_data", ["2", "enter", "2"]),
     ("sandbox", ["3"]),
     ("training", ["4"]),
-    ("rollouts_compare", ["4", "t", "c"]),
+    ("rollout_turns", ["4", "enter", "tab"]),
+    ("rollouts_compare", ["4", "enter", "c"]),
     ("eval", ["5"]),
+    ("eval_results", ["5", "tab"]),
     ("jobs", ["6"]),
 ])
 def test_screen(snap_compare, demo_app, name, keys):

@@ -2,7 +2,9 @@
 
 Six screens, each a mode (so each keeps its state when you switch): Seeds, Environments, Sandbox, Training,
 Eval and Jobs. Long work runs as ``sandmle`` child processes recorded in the store (see ``workbench/jobs.py``);
-the app polls them, keeps them when you change screens, and asks before quitting while one runs."""
+the app polls them, keeps them when you change screens, and asks before quitting while one runs. Screens refresh
+themselves when anything (another process included) commits to the store: the app watches SQLite's
+``data_version``, which changes with every commit made through another connection."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from textual.screen import Screen
 
 from .jobs import Job, JobManager
 from .messages import JobFinished, JobStarted
+from .screens.base import BaseScreen
 from .screens.confirm_quit import ConfirmQuitScreen
 from .screens.environments import EnvironmentsScreen
 from .screens.eval import EvalScreen
@@ -22,6 +25,7 @@ from .screens.jobs import JobsScreen
 from .screens.sandbox import SandboxScreen
 from .screens.seeds import SeedsScreen
 from .screens.training import TrainingScreen
+from .widgets.keys_panel import KeysPanel
 from .themes import DEFAULT_THEME, THEMES_DIR, save_theme, saved_theme, shipped_themes
 
 #: mode name → (screen class, key)
@@ -48,6 +52,8 @@ class Workbench(App):
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True, id="app.quit_now"),
         Binding("ctrl+t", "next_theme", "Theme", show=False, id="app.theme"),
+        Binding("r", "refresh_screen", "Refresh", id="app.refresh", show=False,
+                tooltip="Re-read this screen from the store (screens also refresh when it changes)"),
         Binding("question_mark", "toggle_help", "Keys", id="app.help"),
     ]
 
@@ -63,6 +69,11 @@ class Workbench(App):
             self.settings = Settings()
         self.jobs = JobManager(store)
         self.poll_s = poll_s
+        #: bumped whenever the store changed under us; a screen re-reads when it has seen an older one
+        self.store_version = 0
+        self._data_version = self._read_data_version()
+        self._stale = False
+        self._last_reload = 0.0
         self._theme_ready = False
         for theme in shipped_themes():
             self.register_theme(theme)
@@ -81,6 +92,7 @@ class Workbench(App):
         self._theme_ready = True
         self.switch_mode("seeds")
         self.set_interval(self.poll_s, self.poll_jobs)
+        self.set_interval(self.poll_s, self.poll_store)
 
     def get_default_screen(self) -> Screen:
         return Screen(id="_default")
@@ -113,31 +125,52 @@ class Workbench(App):
     def poll_jobs(self) -> None:
         for job in self.jobs.poll():
             self.post_message(JobFinished(job.run_id, job.status))
-        if self.jobs.running():
-            self._reload_screen()
 
     def on_job_started(self, event: JobStarted) -> None:
-        self._reload_screen(force=True)
+        self.store_changed(now=True)
 
     def on_job_finished(self, event: JobFinished) -> None:
         job = self.jobs.jobs.get(event.run_id)
         label = job.label if job else event.run_id
-        severity = "information" if event.status == "done" else "error"
+        severity = "information" if event.status == "done" else "error" if event.status == "failed" else "warning"
         detail = "" if event.status == "done" or job is None else f": {job.last_line()[:80]}"
         self.notify(f"{label}: {event.status}{detail}", title="job", severity=severity, timeout=8)
-        self._reload_screen(force=True)
+        self.store_changed(now=True)
 
-    def _reload_screen(self, force: bool = False) -> None:
-        """Refresh the active screen from the store (at most every 2 s unless forced)."""
+    # ------------------------------------------------------------------ the store changed
+    def _read_data_version(self) -> int:
+        return self.store.query("PRAGMA data_version")[0]["data_version"]
+
+    def poll_store(self) -> None:
+        """Another process (or another connection of this one) committed: refresh the active screen."""
+        version = self._read_data_version()
+        if version != self._data_version:
+            self._data_version = version
+            self.store_changed()
+        elif self._stale:
+            self._refresh_active(force=False)
+
+    def store_changed(self, now: bool = False) -> None:
+        """Mark every screen stale and refresh the active one (at most once a second unless ``now``)."""
+        self.store_version += 1
+        self._stale = True
+        self._refresh_active(force=now)
+
+    def _refresh_active(self, force: bool) -> None:
         import time
 
-        now = time.monotonic()
-        if not force and now - getattr(self, "_last_reload", 0.0) < 2.0:
-            return
-        self._last_reload = now
+        if not force and time.monotonic() - self._last_reload < 1.0:
+            return  # the next poll picks it up
+        self._last_reload = time.monotonic()
+        self._stale = False
         screen = self.screen
-        if hasattr(screen, "reload") and getattr(screen, "is_mounted", False):
-            screen.reload()
+        if isinstance(screen, BaseScreen) and screen.is_mounted:
+            screen.refresh_data()
+
+    def action_refresh_screen(self) -> None:
+        self.store_version += 1
+        self._refresh_active(force=True)
+        self.notify("refreshed", timeout=1)
 
     # ------------------------------------------------------------------ quit
     async def action_quit(self) -> None:
@@ -156,10 +189,11 @@ class Workbench(App):
         self.push_screen(ConfirmQuitScreen([j.label for j in running]), done)
 
     def action_toggle_help(self) -> None:
-        if self.screen.query("HelpPanel"):
-            self.action_hide_help_panel()
+        panels = self.screen.query(KeysPanel)
+        if panels:
+            panels.remove()
         else:
-            self.action_show_help_panel()
+            self.screen.mount(KeysPanel())
 
     # ------------------------------------------------------------------ command palette
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -178,7 +212,7 @@ class Workbench(App):
                 seen.add(binding.id)
                 label = getattr(cls, "LABEL", "") or cls.__name__
                 yield SystemCommand(f"{label}: {binding.description}",
-                                    f"key {binding.key} · id {binding.id}" + (f" · {binding.tooltip}" if binding.tooltip else ""),
+                                    f"key {self.get_key_display(binding)} · id {binding.id}" + (f" · {binding.tooltip}" if binding.tooltip else ""),
                                     partial(self._run_on, mode, binding.action))
         yield SystemCommand("Next theme", "ctrl+t · switch between the themes in themes/ (remembered)",
                             self.action_next_theme)

@@ -105,8 +105,8 @@ def add_sandbox_runs(store, env_id: str | None = None) -> tuple[str, Path]:
 
 
 def add_training(store, env_ids: list[str]) -> str:
-    run_id = store.runs.create("grpo", {"model": "tiny-qwen3", "group_size": 2, "steps": 12}, run_id="grpo-demo",
-                               status="running")
+    run_id = store.runs.create("grpo", {"model": "tiny", "group_size": 2, "steps": 12, "env_split": "train"},
+                               run_id="grpo-demo", status="running")
     store.runs.update(run_id, created_at=T0.format(4), started_at=T0.format(4), pid=None)
     for step in range(1, 13):
         store.runs.log_metrics(run_id, step, {
@@ -117,46 +117,77 @@ def add_training(store, env_ids: list[str]) -> str:
     store.runs.finish(run_id, "done", summary={"reward_mean": 0.69})
     store.runs.update(run_id, ended_at=T0.format(9))
     for k, reward in enumerate((0.9, 0.3)):
-        turns = [
-            {"role": "system", "text": "You are an ML engineer. Files: train.csv, test.csv."},
-            {"role": "assistant", "text": "Look at the data first.", "code": "import pandas as pd\n"
-             "df = pd.read_csv('train.csv')\nprint(df.shape)", "observation": "(60, 5)", "well_formed": True,
-             "wall_s": 1.1},
-            {"role": "assistant", "text": "Fit a model and write the submission.",
-             "code": "from sklearn.ensemble import HistGradientBoostingClassifier as H\n# ...",
-             "observation": "wrote submission.csv" if k == 0 else "ValueError: could not convert 'a'",
-             "well_formed": k == 0, "wall_s": 2.3},
-        ]
         store.trajectories.add({
             "id": f"traj-{k}", "run_id": run_id, "env_id": env_ids[0], "policy": "tiny-qwen3+lora",
-            "scaffold": "react", "group_id": "grp-1", "step": 12, "rng_seed": k, "status": "done",
+            "scaffold": "react", "group_id": f"{run_id}/s00012/g01", "step": 12, "rng_seed": k, "status": "done",
             "terminated": True, "reward": reward,
             "reward_breakdown": {
                 "scheme": "milestone", "total": reward, "uncapped": reward,
                 "terms": {"valid": {"weight": 0.2, "value": float(k == 0), "reward": 0.2 if k == 0 else 0.0},
                           "medal": {"weight": 1.0, "value": 0.6 if k == 0 else 0.0, "reward": 0.6 if k == 0 else 0.0},
                           "format": {"weight": 0.1, "value": 1.0 if k == 0 else 0.5, "reward": 0.1 if k == 0 else 0.05}},
-                "state": {"steps": 2, "python_calls": 2, "score_calls": 0, "timed_out_steps": 0, "elapsed_s": 4.0}},
+                "state": {"steps": 3, "python_calls": 2, "score_calls": 0, "timed_out_steps": 0, "elapsed_s": 4.0}},
             "grade": {"score": 0.87 if k == 0 else None, "valid_submission": k == 0, "silver_medal": k == 0,
                       "any_medal": k == 0, "error": None if k == 0 else "no submission.csv"},
-            "wall_s": 4.0, "created_at": T0.format(5 + k)}, turns)
+            "wall_s": 4.0, "created_at": T0.format(5 + k)}, demo_turns(k == 0))
     return run_id
 
 
-def add_eval(store, env_ids: list[str]) -> str:
-    run_id = store.runs.create("eval", {"policy": "tiny-qwen3+lora"}, run_id="eval-demo", status="running")
-    store.runs.update(run_id, created_at=T0.format(10), started_at=T0.format(10), pid=None)
-    results = []
-    for e, env_id in enumerate(env_ids[:2]):
-        for seed in range(3):
-            medal = (e + seed) % 2 == 0
-            results.append({"env_id": env_id, "policy": "tiny-qwen3+lora", "scaffold": "react", "rng_seed": seed,
-                            "score": 0.7 + 0.05 * seed, "valid": True, "bronze": medal, "gold": False,
-                            "human_rank": 0.5 + 0.1 * seed, "reward": 0.7 if medal else 0.3})
-    store.runs.add_eval_results(run_id, results)
-    store.runs.finish(run_id, "done")
-    store.runs.update(run_id, ended_at=T0.format(11))
-    return run_id
+EXPLORE = "import pandas as pd\ndf = pd.read_csv('train.csv')\nprint(df.shape)\nprint(df.head(12))"
+FIT = ("import pandas as pd\nfrom sklearn.ensemble import HistGradientBoostingClassifier as H\n"
+       "train, test = pd.read_csv('train.csv'), pd.read_csv('test.csv')\nX = pd.get_dummies(train.drop(columns=['id', 'label']))\n"
+       "model = H().fit(X, train['label'])\npd.DataFrame({'id': test['id'], 'label': model.predict("
+       "pd.get_dummies(test.drop(columns=['id'])).reindex(columns=X.columns, fill_value=0))}).to_csv('submission.csv', index=False)")
+
+
+def _call(code: str) -> str:
+    return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
+
+
+def demo_turns(good: bool) -> list[dict]:
+    """A react episode as the scaffold stores it: system prompt, task, then assistant / tool turns."""
+    head = "\n".join(f"{i:>3}  {0.1 * i - 0.5:+.3f}  {'abc'[i % 3]}  {20 + i}  {i % 2}" for i in range(12))
+    fit_obs = "wrote submission.csv (20 rows)" if good else "ValueError: could not convert string to float: 'a'"
+    return [
+        {"role": "system", "text": "You are a machine-learning engineer solving a task in a sandbox with no network."
+                                   "\nEach turn: think inside <think>...</think>, then one tool call."},
+        {"role": "user", "text": "# Predict the label (env-tab-000)\n\nA micro tabular task: 60 training rows.\n"
+                                 "Submit `id,label` for every test row. Metric: accuracy."},
+        {"role": "assistant", "text": "<think>Look at the data first.</think>" + _call(EXPLORE), "tool": "python",
+         "code": EXPLORE, "well_formed": True, "wall_s": 0.4, "token_ids": list(range(38))},
+        {"role": "tool", "text": "", "tool": "python", "code": EXPLORE, "wall_s": 1.1,
+         "observation": f"(60, 5)\n     id      x1 x2  age  label\n{head}"},
+        {"role": "assistant", "text": "<think>Gradient boosting on one-hot columns.</think>" + _call(FIT),
+         "tool": "python", "code": FIT, "well_formed": good, "wall_s": 0.6, "token_ids": list(range(61))},
+        {"role": "tool", "text": "", "tool": "python", "code": FIT, "wall_s": 2.3, "observation": fit_obs},
+        {"role": "assistant", "text": "<think>Done.</think><answer>done</answer>", "tool": "answer",
+         "well_formed": True, "wall_s": 0.1, "token_ids": list(range(9))},
+    ]
+
+
+def add_eval(store, env_ids: list[str]) -> list[str]:
+    """Two eval runs of the same environments and seeds: the SFT adapter, then SFT+GRPO (paired episodes)."""
+    ids = []
+    for k, (run_id, name, adapter_run) in enumerate((("eval-sft", "SFT heldout", "sft-demo"),
+                                                     ("eval-demo", "SFT+GRPO heldout", "grpo-demo"))):
+        adapter = store.data_dir / "runs" / adapter_run / "adapter"
+        spec = f"hf:tiny,adapter={adapter},temperature=0.6"
+        store.runs.create("eval", {"policy": "hf:tiny", "policy_spec": spec, "scaffold": "react",
+                                   "envs": env_ids[:2], "rng_seeds": [0, 1, 2]}, run_id=run_id, name=name)
+        store.runs.update(run_id, created_at=T0.format(10 + k), started_at=T0.format(10 + k), pid=None)
+        results = []
+        for e, env_id in enumerate(env_ids[:2]):
+            for seed in range(3):
+                medal = (e + seed + k) % 2 == 0 if k else seed == 0 and e == 0
+                results.append({"env_id": env_id, "policy": "hf:tiny", "scaffold": "react", "rng_seed": seed,
+                                "score": 0.7 + 0.05 * seed + 0.03 * k, "valid": True, "bronze": medal,
+                                "gold": False, "human_rank": 0.5 + 0.1 * seed + 0.05 * k,
+                                "reward": 0.7 if medal else 0.3})
+        store.runs.add_eval_results(run_id, results)
+        store.runs.finish(run_id, "done")
+        store.runs.update(run_id, ended_at=T0.format(11 + k).replace(":00.000", ":42.000"))
+        ids.append(run_id)
+    return ids
 
 
 def populate(store) -> dict:
@@ -166,4 +197,4 @@ def populate(store) -> dict:
     envs = add_envs(store)
     live_id, live_log = add_sandbox_runs(store, envs[0])
     return {"envs": envs, "live_sandbox": live_id, "live_log": live_log, "grpo": add_training(store, envs),
-            "eval": add_eval(store, envs)}
+            "eval": add_eval(store, envs)[-1]}

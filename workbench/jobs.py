@@ -1,5 +1,6 @@
-"""Long work started from the workbench: ``sandmle`` subcommands run as child processes, recorded in the store
-as runs (``config.launcher == "workbench"``), with their output in ``<data dir>/jobs/<run id>.log``.
+"""Long work started from the workbench: ``sandmle`` subcommands run as child processes, each recorded in the store
+as one run (``config.launcher == "workbench"``; the command's own run takes over the row made for it), with its
+output in ``<data dir>/jobs/<run id>.log``.
 
 A job runs in its own session, so it keeps running when the user changes screens — or quits the app and
 chooses to leave it running. Stopping sends SIGINT first (the CLI saves what it has), then SIGTERM."""
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from .cli.common import JOB_ID_VARIABLE
 
 LAUNCHER = "workbench"
 
@@ -88,6 +91,12 @@ def build_argv(path: list[str], values: dict[str, Any]) -> tuple[list[str], list
     return argv, ignored
 
 
+def job_log(run: dict[str, Any]) -> Path:
+    """Where a job's output goes (``config.log``; older jobs: ``<dir>/<id>.log``)."""
+    config = run.get("config") or {}
+    return Path(config["log"]) if config.get("log") else Path(run.get("dir") or "") / f"{run['id']}.log"
+
+
 def pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -131,6 +140,7 @@ class Job:
     proc: subprocess.Popen | None = None
     pid: int | None = None
     status: str = "running"
+    stopping: bool = False  #: stopped on purpose: however it ends, it ends 'stopped'
     returncode: int | None = None
 
     @property
@@ -153,20 +163,26 @@ class JobManager:
         self.adopt()
 
     # ------------------------------------------------------------------ lifecycle
-    def launch(self, kind: str, argv: list[str], label: str | None = None, **extra: Any) -> Job:
-        """Run ``sandmle <argv…>`` in the background against this store; returns the job."""
+    def launch(self, kind: str, argv: list[str], label: str | None = None, *, run_id: str | None = None,
+               **extra: Any) -> Job:
+        """Run ``sandmle <argv…>`` in the background against this store; returns the job. The job is one run: a
+        new row the command's own run takes over (``store.runs.adopt``), or ``run_id``'s row when the command
+        continues that run (``runs resume``)."""
         label = label or "sandmle " + " ".join(argv)
         jobs_dir = self.store.data_dir / "jobs"
         jobs_dir.mkdir(parents=True, exist_ok=True)
-        run_id = self.store.runs.create(
-            kind, {"launcher": LAUNCHER, "argv": argv, **extra}, name=label, status="running", dir=str(jobs_dir)
-        )
+        env = dict(os.environ, SANDMLE_HOME=str(self.store.path.parent), PYTHONUNBUFFERED="1")
+        if run_id is None:
+            run_id = self.store.runs.create(kind, {"launcher": LAUNCHER, "argv": argv, **extra}, name=label,
+                                            status="running", dir=str(jobs_dir))
+            env[JOB_ID_VARIABLE] = run_id
         log_path = jobs_dir / f"{run_id}.log"
+        row = self.store.runs.get(run_id)
+        self.store.runs.update(run_id, status="running", error=None, ended_at=None, config={
+            **(row["config"] or {}), "launcher": LAUNCHER, "argv": argv, "log": str(log_path)})
         root = str(Path(__file__).resolve().parent.parent)  # the child runs the same code as this app
-        path = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
-        env = dict(os.environ, SANDMLE_HOME=str(self.store.path.parent), PYTHONUNBUFFERED="1",
-                   SANDMLE_JOB_ID=run_id, PYTHONPATH=path)
-        with open(log_path, "wb") as log:
+        env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+        with open(log_path, "ab") as log:
             log.write(f"$ sandmle {' '.join(argv)}\n".encode())
             log.flush()
             proc = subprocess.Popen(
@@ -182,11 +198,11 @@ class JobManager:
     def adopt(self) -> None:
         """Pick up jobs an earlier session left running (still alive → shown as running; gone → 'stopped')."""
         for run in self.store.runs.list(status="running", limit=200):
-            if (run.get("config") or {}).get("launcher") != LAUNCHER:
+            config = run.get("config") or {}
+            if config.get("launcher") != LAUNCHER:
                 continue
-            log_path = Path(run["dir"] or self.store.data_dir / "jobs") / f"{run['id']}.log"
-            job = Job(run["id"], run["kind"], run["name"] or run["id"], run["config"].get("argv", []),
-                      log_path, pid=run["pid"])
+            job = Job(run["id"], run["kind"], run["name"] or run["id"], config.get("argv", []),
+                      job_log(run), pid=run["pid"])
             if not pid_alive(run["pid"]):
                 job.status = "stopped"
                 self.store.runs.finish(run["id"], "stopped", error="the workbench lost track of this job")
@@ -211,9 +227,9 @@ class JobManager:
             if row is not None and row["status"] != "running":  # the job recorded its own end (workbench.jobrun)
                 job.status = row["status"]
             else:
-                job.status = "done" if code == 0 else ("stopped" if code in (-2, -15, 130, 143) else "failed")
-                if code is None:
-                    job.status = "stopped"  # an adopted job whose process is gone without a word
+                # code None: an adopted job whose process is gone without a word
+                stopped = job.stopping or code is None or code in (-2, -15, 130, 143)
+                job.status = "stopped" if stopped else "done" if code == 0 else "failed"
                 error = None if job.status == "done" else (job.last_line() or f"exit code {code}")
                 self.store.runs.finish(job.run_id, job.status, error=error)
             finished.append(job)
@@ -225,6 +241,7 @@ class JobManager:
         job = self.jobs.get(run_id)
         if job is None or not job.running:
             return False
+        job.stopping = True
         for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 3.0), (signal.SIGKILL, 3.0)):
             if not self._alive(job):
                 break

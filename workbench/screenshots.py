@@ -15,8 +15,10 @@ SHOTS = {  # file stem → keys pressed after the app opened
     "environment-data": ["2", "enter", "2"],
     "sandbox": ["3"],
     "training": ["4"],
-    "rollouts-compare": ["4", "t", "c"],
+    "rollout-turns": ["4", "enter", "tab"],
+    "rollouts-compare": ["4", "enter", "c"],
     "eval": ["5"],
+    "jobs": ["6"],
 }
 
 

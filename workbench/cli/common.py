@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
 from typing import Any, Sequence
 
 import click
+
+
+#: set by the workbench for its jobs: the id of the run row it made for the command (see ``store.runs.adopt``)
+JOB_ID_VARIABLE = "SANDMLE_JOB_ID"
 
 
 class Context:
@@ -22,6 +27,9 @@ class Context:
             from store import Store
 
             self._store = Store()
+            # a workbench job made its run row in advance: the run this command creates takes it over, and
+            # commands this one starts do not (the variable leaves the environment here)
+            self._store.runs.adopt_id = os.environ.pop(JOB_ID_VARIABLE, None)
         return self._store
 
     def close(self) -> None:

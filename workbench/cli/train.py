@@ -4,7 +4,7 @@ dataclass); `--config FILE.toml` supplies defaults that flags override. A progre
 from __future__ import annotations
 
 import types
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, asdict, fields
 from typing import Any, Callable
 
 import click
@@ -56,6 +56,15 @@ def _overrides(cls: type, kw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _job_run(store, kind: str, cfg: Any) -> str | None:
+    """The run row a workbench job made for this command, filled in with ``cfg`` and a run folder (the trainer then
+    runs under the job's id); None outside a job, and the trainer makes its own."""
+    run_id = store.runs.adopt(kind, asdict(cfg), name=cfg.name)
+    if run_id is not None:
+        store.runs.update(run_id, dir=str(store.data_dir / "runs" / run_id))
+    return run_id
+
+
 @click.group()
 def train() -> None:
     """Train a LoRA adapter: SFT on good trajectories, then trajectory-wise GRPO."""
@@ -73,7 +82,7 @@ def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> Non
     from engine.rl.grpo import GRPOTrainer
 
     cfg = load_config(GRPOConfig, config_file, _overrides(GRPOConfig, kw))
-    trainer = GRPOTrainer(ctx.store, cfg)
+    trainer = GRPOTrainer(ctx.store, cfg, run_id=_job_run(ctx.store, "grpo", cfg))
     _run_grpo(trainer, as_json)
 
 
@@ -112,7 +121,7 @@ def sft(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None
     from engine.rl.sft import SFTRun
 
     cfg = load_config(SFTConfig, config_file, _overrides(SFTConfig, kw))
-    _run_sft(SFTRun(ctx.store, cfg), as_json)
+    _run_sft(SFTRun(ctx.store, cfg, run_id=_job_run(ctx.store, "sft", cfg)), as_json)
 
 
 def _run_sft(run, as_json: bool) -> None:

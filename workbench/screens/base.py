@@ -1,5 +1,5 @@
-"""What every main screen shares: the store and job manager, the selected row of a table, and a reload hook
-the app calls while background jobs write to the store."""
+"""What every main screen shares: the store and job manager, the selected row of a table, and the reload the app
+calls when the store changed (on the active screen at once, on the others when they come back)."""
 
 from __future__ import annotations
 
@@ -34,21 +34,6 @@ def fill_table(table: DataTable, rows: list[tuple[str, tuple[Any, ...]]], keep: 
             pass
 
 
-def fmt_time(iso: str | None) -> str:
-    """'2026-11-30T05:01:02.123+00:00' → '11-30 05:01'."""
-    return iso[5:16].replace("T", " ") if iso else ""
-
-
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    if seconds < 3600:
-        return f"{seconds // 60:.0f}m{seconds % 60:02.0f}s"
-    return f"{seconds // 3600:.0f}h{(seconds % 3600) // 60:02.0f}m"
-
-
 class BaseScreen(Screen):
     """A main screen (one per mode). ``ready`` turns True once its data is on screen (the TUI benchmark waits for it)."""
 
@@ -58,6 +43,7 @@ class BaseScreen(Screen):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.ready = False
+        self.loaded_version = -1
 
     @property
     def store(self):
@@ -68,7 +54,16 @@ class BaseScreen(Screen):
         return self.app.jobs
 
     def reload(self) -> None:
-        """Re-read what the screen shows from the store (called while jobs run and when they end)."""
+        """Re-read what the screen shows from the store, keeping the reader's place."""
+
+    def refresh_data(self) -> None:
+        """``reload`` and remember which version of the store the screen now shows."""
+        self.loaded_version = self.app.store_version
+        self.reload()
+
+    def on_screen_resume(self) -> None:
+        if self.is_mounted and self.ready and self.loaded_version != self.app.store_version:
+            self.refresh_data()
 
 
 def run_cli_quick(screen, argv: list[str], then: Callable[[], None] | None = None) -> None:

@@ -1,10 +1,9 @@
 """One environment in depth: description, dataset preview of train/test, leaderboard and medal thresholds, the
-verification log (checks and synthesis attempts), and the generator program. Export makes a .tar.gz."""
+verification log (checks and synthesis attempts), and the generator program. Export writes an MLE-bench-style
+competition folder (asking for a folder when the default one is taken)."""
 
 from __future__ import annotations
 
-import json
-import tarfile
 from pathlib import Path
 
 from rich.syntax import Syntax
@@ -16,32 +15,33 @@ from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, Ta
 
 from ..widgets.dataset_preview import DatasetPreview
 from ..widgets.markdown_pane import MarkdownPane
-from .base import BaseScreen, fmt_duration
+from ..fmt import fmt_duration
+from .base import BaseScreen
 
 
 def export_env(screen, env_id: str) -> None:
-    """``sandmle envs export ID <data dir>/exports/<env id>`` (an MLE-bench-style competition folder) in a thread;
-    where that command is missing, a ``.tar.gz`` of the environment folder instead."""
-    from ..jobs import resolve_command
+    """``sandmle envs export ID FOLDER`` (an MLE-bench-style competition folder) in a thread. The folder is
+    ``<data dir>/exports/<env id>``; when that one is taken, a prompt asks for another (a free one suggested)."""
     from .base import run_cli_quick
+    from .prompt import PromptScreen
 
-    if resolve_command(["envs", "export"]) is not None:
-        run_cli_quick(screen, ["envs", "export", env_id, str(screen.store.data_dir / "exports" / env_id)])
+    default = screen.store.data_dir / "exports" / env_id
+
+    def export(folder: str | None) -> None:
+        if folder:
+            run_cli_quick(screen, ["envs", "export", env_id, str(Path(folder).expanduser())])
+
+    if not taken(default):
+        export(str(default))
         return
+    free = next(default.with_name(f"{env_id}-{n}") for n in range(2, 10_000)
+                if not taken(default.with_name(f"{env_id}-{n}")))
+    screen.app.push_screen(PromptScreen(f"Export {env_id}", "folder", value=str(free),
+                                        help_text=f"{default} already holds an export; export into:"), export)
 
-    def run() -> None:
-        env = screen.store.envs.get(env_id)
-        if not env.get("dir") or not Path(env["dir"]).is_dir():
-            screen.app.call_from_thread(screen.notify, f"{env_id} has no files on disk to export", severity="error")
-            return
-        out_dir = screen.store.data_dir / "exports"
-        out_dir.mkdir(parents=True, exist_ok=True)
-        target = out_dir / f"{env_id}.tar.gz"
-        with tarfile.open(target, "w:gz") as tar:
-            tar.add(env["dir"], arcname=env_id)
-        screen.app.call_from_thread(screen.notify, f"exported to {target}", title="export", timeout=8)
 
-    screen.run_worker(run, thread=True, group="export", exclusive=True)
+def taken(folder: Path) -> bool:
+    return folder.exists() and any(folder.iterdir())
 
 
 def short(value, width: int = 160) -> str:
@@ -115,6 +115,19 @@ class EnvDetailScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.query_one("#env-board", DataTable).add_columns("#", "entry", "score", "medal", "seed", "source", "wall")
+        self.refresh_data()
+        root = Path(self.env["dir"]) if self.env.get("dir") else None
+        generator = root / "generator.py" if root else None
+        self.query_one("#env-generator", Static).update(
+            Syntax(generator.read_text(encoding="utf-8"), "python", line_numbers=True, theme="ansi_dark",
+                   background_color="default")
+            if generator and generator.is_file() else "no generator.py on disk")
+        self.load_previews(root, self.env.get("target_columns") or [])
+        self.ready = True
+
+    def reload(self) -> None:
+        """The row's parts (status, split, board, verification); the files on disk do not change."""
         env = self.store.envs.get(self.env_id)
         self.env = env
         self.sub_title = f"{env['id']} · {env['status']}"
@@ -132,13 +145,6 @@ class EnvDetailScreen(BaseScreen):
         self.fill_board(env)
         self.query_one("#env-verification", Static).update(
             verification_text(env, self.store.envs.attempts(env_id=self.env_id)))
-        generator = root / "generator.py" if root else None
-        self.query_one("#env-generator", Static).update(
-            Syntax(generator.read_text(encoding="utf-8"), "python", line_numbers=True, theme="ansi_dark",
-                   background_color="default")
-            if generator and generator.is_file() else "no generator.py on disk")
-        self.load_previews(root, env.get("target_columns") or [])
-        self.ready = True
 
     def fill_board(self, env: dict) -> None:
         t = env.get("thresholds") or {}
@@ -147,7 +153,7 @@ class EnvDetailScreen(BaseScreen):
         self.query_one("#env-thresholds", Static).update(
             f"medal thresholds ({'lower' if env['lower_is_better'] else 'higher'} is better): {shown or '—'}")
         board = self.query_one("#env-board", DataTable)
-        board.add_columns("#", "entry", "score", "medal", "seed", "source", "wall")
+        board.clear()
         for i, e in enumerate(self.store.envs.leaderboard(self.env_id), 1):
             board.add_row(str(i), e["name"], f"{e['score']:.4g}", medal_of(e["score"], t, env["lower_is_better"]),
                           str(e.get("rng_seed") or ""), e.get("source") or "", fmt_duration(e.get("wall_s")))

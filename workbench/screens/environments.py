@@ -1,5 +1,5 @@
-"""Environments: every synthetic task with its verification status (and why it was rejected). Paged, so ten
-thousand rows open at once; enter opens the detail."""
+"""Environments: every synthetic task with its verification status (and why it was rejected) and its split.
+Paged, so ten thousand rows open at once; enter opens the detail; p moves one between train and heldout."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
+from ..fmt import clip, short_id
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
 
 PAGE = 100  # rows per page: a screenful is ~15, paging is one key
+#: (column, width): 80 columns in all, the id wide enough to keep the part that tells synthesized ids apart
+COLUMNS = (("id", 26), ("status", 10), ("split", 7), ("metric", 8), ("rows", 6), ("why", 9))
 STATUSES = (None, "verified", "rejected", "pending")
 MARK = {"verified": "✓ verified", "rejected": "✗ rejected", "pending": "… pending"}
 
@@ -20,10 +23,12 @@ class EnvironmentsScreen(BaseScreen):
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="envs.filter"),
         Binding("escape", "focus_table", "Table", show=False, id="envs.table"),
-        Binding("enter", "open", "Open", id="envs.open"),
+        Binding("enter", "open", "Open", id="envs.open", priority=True),
         Binding("v", "cycle_status", "Status", id="envs.status"),
-        Binding("right_square_bracket", "page(1)", "Next page", id="envs.next_page"),
+        Binding("right_square_bracket", "page(1)", "Next page", show=False, id="envs.next_page"),
         Binding("left_square_bracket", "page(-1)", "Prev page", show=False, id="envs.prev_page"),
+        Binding("p", "toggle_split", "Split", id="envs.split",
+                tooltip="Move the selected environment between the train and heldout splits"),
         Binding("x", "export", "Export", id="envs.export"),
     ]
 
@@ -42,8 +47,9 @@ class EnvironmentsScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("id", "seed", "status", "metric", "rows", "why rejected")
-        self.reload()
+        for label, width in COLUMNS:
+            self.table.add_column(label, width=width)
+        self.refresh_data()
         self.table.focus()
         self.ready = True
 
@@ -61,14 +67,16 @@ class EnvironmentsScreen(BaseScreen):
         self.page_start = max(0, min(self.page_start, (self.total - 1) // PAGE * PAGE if self.total else 0))
         envs = self.store.envs.list(**f, limit=PAGE, offset=self.page_start)
         keep = selected_key(self.table)
-        rows = [(e["id"], (e["id"], e["seed_id"] or "", MARK.get(e["status"], e["status"]), e["metric"],
-                           f"{e['n_train'] or '?'}/{e['n_test'] or '?'}", (e["reason"] or "")[:40]))
+        rows = [(e["id"], (short_id(e["id"], COLUMNS[0][1]), MARK.get(e["status"], e["status"]), e["split"] or "",
+                           clip(e["metric"], COLUMNS[3][1]), f"{e['n_train'] or '?'}/{e['n_test'] or '?'}",
+                           clip(e["reason"], COLUMNS[5][1])))
                 for e in envs]
         fill_table(self.table, rows, keep)
         end = self.page_start + len(envs)
         self.query_one("#envs-info", Static).update(
             f"{self.page_start + 1 if envs else 0}–{end} of {self.total:,} · status {self.status or 'all'} · "
-            f"v: status  [ ]: page  enter: open")
+            f"{self.store.envs.count(status='verified', split='train')} train · "
+            f"{self.store.envs.count(status='verified', split='heldout')} heldout verified · p: split")
         self.show_summary()
 
     def show_summary(self) -> None:
@@ -91,14 +99,8 @@ class EnvironmentsScreen(BaseScreen):
         self.page_start = 0
         self.reload()
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.table.focus()
-
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self.show_summary()
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_open()
 
     def action_focus_filter(self) -> None:
         self.query_one("#env-filter", Input).focus()
@@ -120,10 +122,22 @@ class EnvironmentsScreen(BaseScreen):
 
     def action_open(self) -> None:
         key = selected_key(self.table)
-        if key is not None:
+        if not self.table.has_focus:  # enter in the filter: back to the table
+            self.table.focus()
+        elif key is not None:
             from .env_detail import EnvDetailScreen
 
             self.app.push_screen(EnvDetailScreen(key))
+
+    def action_toggle_split(self) -> None:
+        key = selected_key(self.table)
+        if key is None:
+            return
+        env = self.store.envs.get(key)
+        split = "heldout" if env["split"] == "train" else "train"
+        self.store.envs.set_split([key], split)
+        self.notify(f"{key} → {split}", timeout=2)
+        self.reload()
 
     def action_export(self) -> None:
         key = selected_key(self.table)

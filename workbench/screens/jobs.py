@@ -1,18 +1,20 @@
-"""The job panel: synthesis, training, eval and benchmark jobs started from the workbench, with progress and a
-live tail of their output. Jobs keep running while you use other screens."""
+"""The job panel: synthesis, training, eval and benchmark jobs started from the workbench (each one run, shown on
+its own screen too), with progress and a live tail of their output. Jobs keep running while you use other
+screens; stopping one asks first."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from ..jobs import LAUNCHER, build_argv, resolve_command, tail
+from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
+from ..jobs import LAUNCHER, build_argv, job_log, resolve_command, tail
+from ..runinfo import run_cost
 from ..widgets.log_view import LogView
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, fmt_duration, fmt_time, selected_key
+from .base import BaseScreen, fill_table, selected_key
+from .confirm import ConfirmScreen
 from .prompt import PromptScreen
 
 STATUS_MARK = {"running": "▶ running", "done": "✓ done", "failed": "✗ failed", "stopped": "■ stopped",
@@ -22,9 +24,9 @@ STATUS_MARK = {"running": "▶ running", "done": "✓ done", "failed": "✗ fail
 class JobsScreen(BaseScreen):
     LABEL = "Jobs"
     BINDINGS = [
-        Binding("s", "stop", "Stop job", id="jobs.stop"),
-        Binding("b", "bench", "Benchmark", id="jobs.bench"),
-        Binding("l", "focus_log", "Log", id="jobs.log"),
+        Binding("l", "bench", "Launch bench", id="jobs.bench", tooltip="Start a benchmark (sandmle bench NAME)"),
+        Binding("s", "stop", "Stop", id="jobs.stop", tooltip="Stop the selected job (asks first)"),
+        Binding("enter", "focus_log", "Log", id="jobs.log", priority=True, tooltip="Move into the job's output"),
         Binding("escape", "focus_table", "Table", show=False, id="jobs.table"),
     ]
 
@@ -36,8 +38,8 @@ class JobsScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("job", "kind", "status", "time", "progress")
-        self.reload()
+        self.table.add_columns("job", "kind", "status", "wall", "progress")
+        self.refresh_data()
         self.set_interval(1.0, self.reload_if_running)
         self.table.focus()
         self.ready = True
@@ -49,43 +51,27 @@ class JobsScreen(BaseScreen):
     def job_runs(self) -> list[dict]:
         return [r for r in self.store.runs.list(limit=300) if (r.get("config") or {}).get("launcher") == LAUNCHER]
 
-    def child_run(self, run: dict) -> dict | None:
-        """The run the job's ``sandmle`` process created (same pid, same kind, created after the job)."""
-        if not run.get("pid"):
-            return None
-        for other in self.store.runs.list(kind=run["kind"], limit=50):
-            if (other["id"] != run["id"] and other.get("pid") == run["pid"] and other["created_at"] >= run["created_at"]
-                    and (other.get("config") or {}).get("launcher") != LAUNCHER):
-                return other
-        return None
-
     def progress(self, run: dict) -> str:
         cfg = run.get("config") or {}
-        log = Path(run["dir"] or "") / f"{run['id']}.log"
         if run["kind"] == "synthesis" and cfg.get("count"):
             made = self.store.envs.count(seed_id=cfg.get("seed_id"), since=run["created_at"])
-            return f"{made}/{cfg['count']} envs · {tail(log)[:30]}"
-        child = self.child_run(run) if run["kind"] in ("grpo", "sft", "eval") else None
-        if child is not None:
-            if run["kind"] == "eval":
-                return f"{child['id'][:16]} · {len(self.store.runs.eval_results(child['id']))} episodes"
-            step = self.store.runs.last_step(child["id"])
-            total = (child.get("config") or {}).get("steps") or "?"
-            reward = self.store.runs.metrics(child["id"], ["reward_mean"]).get("reward_mean") or [(0, None)]
+            return f"{made}/{cfg['count']} envs · {tail(job_log(run))[:30]}"
+        if run["kind"] == "eval":
+            return f"{len(self.store.runs.eval_results(run['id']))} episodes · {cfg.get('policy', '')}"[:48]
+        if run["kind"] in ("grpo", "sft"):
+            step = self.store.runs.last_step(run["id"])
+            reward = self.store.runs.metrics(run["id"], ["reward_mean"]).get("reward_mean") or [(0, None)]
             shown = "" if reward[-1][1] is None else f" · reward {reward[-1][1]:.3f}"
-            return f"{child['id'][:16]} · step {step if step is not None else 0}/{total}{shown}"
-        return tail(log)[:48] if run["status"] == "running" else (run.get("error") or "")[:48]
+            return f"step {step or 0}/{cfg.get('steps') or '?'}{shown}"
+        return tail(job_log(run))[:48] if run["status"] == "running" else (run.get("error") or "")[:48]
 
     def reload(self) -> None:
         keep = selected_key(self.table)
         self.runs = {r["id"]: r for r in self.job_runs()}
         rows = []
         for r in self.runs.values():
-            job = self.jobs.jobs.get(r["id"])
-            took = job.elapsed() if job and job.running else None
-            rows.append((r["id"], (r["id"][:16], r["kind"], STATUS_MARK.get(r["status"], r["status"]),
-                                   fmt_duration(took) if took is not None else fmt_time(r["created_at"]),
-                                   self.progress(r))))
+            rows.append((r["id"], (short_id(r["id"], 16), r["kind"], STATUS_MARK.get(r["status"], r["status"]),
+                                   fmt_duration(wall_seconds(r)), self.progress(r))))
         fill_table(self.table, rows, keep)
         self.open_selected()
 
@@ -99,11 +85,12 @@ class JobsScreen(BaseScreen):
         info = self.query_one("#job-info", Static)
         log = self.query_one("#job-log", LogView)
         if run is None:
-            info.update("no jobs yet · start one: Seeds → s (synthesize), Training → l (launch), b (benchmark)")
+            info.update("no jobs yet · l launches: on Seeds a synthesis, on Training a run, here a benchmark")
             log.open(None)
             return
-        info.update(f"{run['name'] or run['id']}"[:76])
-        path = Path(run["dir"] or "") / f"{run['id']}.log"
+        cost = fmt_cost(run_cost(self.store, run))
+        info.update(clip(f"{run['id']} · {run['name'] or ''}" + (f" · {cost}" if cost else ""), 78))
+        path = job_log(run)
         if log.path != path:
             log.open(path)
 
@@ -112,13 +99,18 @@ class JobsScreen(BaseScreen):
 
     def action_stop(self) -> None:
         key = selected_key(self.table)
-        if key is None:
+        job = self.jobs.jobs.get(key) if key else None
+        if job is None or not job.running:
+            self.notify(f"{key or 'no job'} is not running", severity="warning")
             return
-        if self.jobs.stop(key):
-            self.notify(f"stopped {key}")
-        else:
-            self.notify(f"{key} is not running", severity="warning")
-        self.reload()
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(lambda: self.jobs.stop(job.run_id), thread=True, group="stop")
+                self.notify(f"stopping {job.run_id}")
+
+        self.app.push_screen(ConfirmScreen(f"Stop {job.label}?", "Ctrl-C first (the command keeps what it has "
+                                           "done), then SIGTERM, then SIGKILL."), done)
 
     def action_bench(self) -> None:
         from engine.bench import available

@@ -1,9 +1,14 @@
 """The launch form for SFT / GRPO / eval runs. The command line is built from the options the installed
-``sandmle`` command really accepts; a field it does not accept is named, never silently dropped."""
+``sandmle`` command really accepts; a field it does not accept is named, never silently dropped. The form opens
+with the values of the last launch (``<data dir>/workbench/launch.json``), overridden by the selected run's, and
+says which environments the run will use and how many."""
 
 from __future__ import annotations
 
+import json
 import shlex
+from pathlib import Path
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -30,6 +35,51 @@ SPLITS = ("train", "heldout", "all")
 FIELDS = [("model", "model", "tiny"), ("adapter", "adapter", ""), ("envs", "environments", "train"),
           ("group_size", "group size", "4"), ("steps", "steps", "10"), ("backend", "backend", ""),
           ("extra", "more options", "")]
+
+
+def last_path(data_dir: Path) -> Path:
+    return Path(data_dir) / "workbench" / "launch.json"
+
+
+def load_last(data_dir: Path) -> dict[str, str]:
+    """The values of the last launch from this data dir ({"kind": …, field: value}); {} before the first."""
+    try:
+        data = json.loads(last_path(data_dir).read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: str(v) for k, v in data.items() if isinstance(v, (str, int, float))} if isinstance(data, dict) else {}
+
+
+def save_last(data_dir: Path, kind: str, values: dict[str, str]) -> None:
+    path = last_path(data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"kind": kind, **values}, indent=2))
+
+
+def run_defaults(run: dict[str, Any] | None) -> dict[str, str]:
+    """Form values taken from a training run: its model, environments, group size and steps; as adapter, the one
+    an SFT run produced (to go on with GRPO from it), else the adapter the run started from."""
+    if run is None or run["kind"] not in ("sft", "grpo"):
+        return {}
+    cfg, summary = run.get("config") or {}, run.get("summary") or {}
+    adapter = summary.get("adapter") if run["kind"] == "sft" else cfg.get("adapter")
+    values = {"model": cfg.get("model"), "adapter": adapter, "group_size": cfg.get("group_size"),
+              "steps": cfg.get("steps") if run["kind"] == "grpo" else None,
+              "envs": ",".join(cfg["env_ids"]) if cfg.get("env_ids") else cfg.get("env_split")}
+    return {k: str(v) for k, v in values.items() if v not in (None, "")}
+
+
+def envs_text(store, envs: str) -> str:
+    """What the environments field means: a split and how many verified environments it has, or a list of ids."""
+    from ..runinfo import split_size
+
+    if envs in SPLITS:
+        n = split_size(store, envs)
+        hint = "" if n else " (none: synthesize some, or move some with p on Environments)"
+        return f"split {envs}: {n} verified environment{'s' if n != 1 else ''}{hint}"
+    ids = [e.strip() for e in envs.split(",") if e.strip()]
+    known = sum(store.envs.get(e, missing_ok=True) is not None for e in ids)
+    return f"{len(ids)} environment id(s), {known} in the store"
 
 
 def map_values(kind: str, values: dict[str, str]) -> tuple[list[str], list[str], bool]:
@@ -95,6 +145,7 @@ class LaunchFormScreen(ModalScreen[dict | None]):
                 with Horizontal(classes="form-row"):
                     yield Label(label, classes="form-label")
                     yield Input(self.defaults.get(name, default), id=f"launch-{name}", compact=True)
+            yield Label("", id="launch-envs-info", classes="dialog-help")
             yield Label("", id="launch-command", classes="dialog-help")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Launch (ctrl+s)", id="start", variant="primary", compact=True)
@@ -109,6 +160,7 @@ class LaunchFormScreen(ModalScreen[dict | None]):
     def update_preview(self) -> None:
         kind = self.query_one("#launch-kind", Select).value
         argv, missing, ok = map_values(kind, self.values())
+        self.query_one("#launch-envs-info", Label).update(envs_text(self.app.store, self.values()["envs"]))
         label = self.query_one("#launch-command", Label)
         if not ok:
             label.update(f"[b red]`sandmle {' '.join(COMMANDS[kind])}` has not landed in this build: "

@@ -8,16 +8,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
+from ..fmt import clip
 from ..jobs import build_argv, resolve_command
 from ..widgets.markdown_pane import MarkdownPane
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
 from .prompt import PromptScreen
 from .synth_form import SynthFormScreen
-
-
-def clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def seed_markdown(seed: dict) -> str:
@@ -43,7 +40,8 @@ class SeedsScreen(BaseScreen):
         Binding("e", "toggle_enabled", "On/off", id="seeds.toggle"),
         Binding("t", "tag", "Tag", id="seeds.tag"),
         Binding("i", "import_folder", "Import", id="seeds.import"),
-        Binding("s", "synthesize", "Synthesize", id="seeds.synth"),
+        Binding("l", "synthesize", "Launch synth", id="seeds.synth",
+                tooltip="Synthesize N environments from the selected seed (a job)"),
         Binding("d", "focus_detail", "Detail", show=False, id="seeds.detail"),
     ]
 
@@ -57,7 +55,7 @@ class SeedsScreen(BaseScreen):
     def on_mount(self) -> None:
         table = self.query_one("#seeds-table", DataTable)
         table.add_columns("id", "modality", "metric", "on", "tags", "envs")
-        self.reload()
+        self.refresh_data()
         table.focus()
         self.ready = True
 
@@ -68,8 +66,8 @@ class SeedsScreen(BaseScreen):
     def reload(self) -> None:
         text = self.query_one("#seed-filter", Input).value.strip()
         keep = selected_key(self.table)
-        rows = [(s["id"], (clip(s["id"], 22), clip(s["modality"], 10), clip(s["metric"], 14),
-                           "✓" if s["enabled"] else "·", clip(",".join(s["tags"]), 12),
+        rows = [(s["id"], (clip(s["id"], 28), clip(s["modality"], 10), clip(s["metric"], 12),
+                           "✓" if s["enabled"] else "·", clip(",".join(s["tags"]), 8),
                            f"{s['n_verified']}/{s['n_envs']}"))
                 for s in self.store.seeds.list(text=text or None)]
         fill_table(self.table, rows, keep)

@@ -1,5 +1,5 @@
-"""Training: SFT and GRPO runs, live curves (reward mean, medal rate, valid rate, loss), a launch form, stop and
-resume, and the rollouts of a run (turn by turn; two of one group side by side)."""
+"""Training: SFT and GRPO runs (those started here too), curves of every metric a run logs, a launch form, stop
+(asks first) and resume, and the rollouts of a run (turn by turn; two of one group side by side)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from ..jobs import LAUNCHER, build_argv, pid_alive, resolve_command, stop_pid
-from ..widgets.metric_curves import CURVES, MetricCurves
+from ..fmt import fmt_cost, fmt_duration, short_id, wall_seconds
+from ..jobs import build_argv, pid_alive, resolve_command, stop_pid
+from ..runinfo import run_cost
+from ..widgets.metric_curves import MetricCurves
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, fmt_time, run_cli_quick, selected_key
-from .launch_form import COMMANDS, LaunchFormScreen
+from .base import BaseScreen, fill_table, run_cli_quick, selected_key
+from .confirm import ConfirmScreen
+from .launch_form import COMMANDS, LaunchFormScreen, load_last, run_defaults, save_last
 
 KINDS = ("grpo", "sft", "rollout")
 
@@ -24,12 +27,12 @@ def last_value(series: dict, name: str) -> str:
 class TrainingScreen(BaseScreen):
     LABEL = "Training"
     BINDINGS = [
-        Binding("l", "launch", "Launch", id="training.launch"),
-        Binding("s", "stop", "Stop", id="training.stop"),
-        Binding("r", "resume", "Resume", id="training.resume"),
-        Binding("m", "cycle_curves", "Curves", id="training.curves"),
-        Binding("t", "trajectories", "Rollouts", id="training.trajectories"),
-        Binding("enter", "trajectories", "Rollouts", show=False, id="training.open"),
+        Binding("enter", "trajectories", "Rollouts", id="training.open", priority=True,
+                tooltip="The run's rollouts, turn by turn"),
+        Binding("l", "launch", "Launch", id="training.launch", tooltip="Launch SFT, GRPO or eval (form)"),
+        Binding("s", "stop", "Stop", id="training.stop", tooltip="Stop the selected run (asks first)"),
+        Binding("R", "resume", "Resume", id="training.resume", tooltip="Resume from the last checkpoint"),
+        Binding("m", "cycle_curves", "Curves", id="training.curves", tooltip="Next group of metrics"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -40,10 +43,9 @@ class TrainingScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("run", "kind", "status", "step", "reward", "medal", "valid", "started")
+        self.table.add_columns("run", "kind", "status", "step", "reward", "medal", "valid", "wall")
         self._points = -1
-        self.reload()
-        self.set_interval(1.0, self.tick)
+        self.refresh_data()
         self.table.focus()
         self.ready = True
 
@@ -56,10 +58,7 @@ class TrainingScreen(BaseScreen):
         return self.query_one("#run-curves", MetricCurves)
 
     def training_runs(self) -> list[dict]:
-        runs = []
-        for kind in KINDS:
-            runs += [r for r in self.store.runs.list(kind=kind, limit=200)
-                     if (r.get("config") or {}).get("launcher") != LAUNCHER]
+        runs = [r for kind in KINDS for r in self.store.runs.list(kind=kind, limit=200)]
         return sorted(runs, key=lambda r: r["created_at"], reverse=True)
 
     def reload(self) -> None:
@@ -68,26 +67,21 @@ class TrainingScreen(BaseScreen):
         rows = []
         for r in self.runs.values():
             series = self.store.runs.metrics(r["id"], ["reward_mean", "medal_rate", "valid_rate"])
-            rows.append((r["id"], (r["id"][:16], r["kind"], r["status"], self.store.runs.last_step(r["id"]) or "",
+            step, total = self.store.runs.last_step(r["id"]), (r.get("config") or {}).get("steps")
+            rows.append((r["id"], (short_id(r["id"], 16), r["kind"], r["status"],
+                                   f"{step or 0}/{total}" if total else (step or ""),
                                    last_value(series, "reward_mean"), last_value(series, "medal_rate"),
-                                   last_value(series, "valid_rate"), fmt_time(r["created_at"]))))
+                                   last_value(series, "valid_rate"), fmt_duration(wall_seconds(r)))))
         fill_table(self.table, rows, keep)
         self._points = -1
         self.show_selected()
 
-    def tick(self) -> None:
-        """Poll the selected run's metrics (written by another process) and the run list while anything runs."""
-        if any(r["status"] == "running" for r in getattr(self, "runs", {}).values()) or self.jobs.running():
-            count = len(self.store.runs.list(limit=1000))
-            if count != getattr(self, "_run_count", None):
-                self._run_count = count
-                self.reload()
-                return
-        self.show_selected()
+    def selected_run(self) -> dict | None:
+        key = selected_key(self.table)
+        return self.runs.get(key) if key else None
 
     def show_selected(self) -> None:
-        key = selected_key(self.table)
-        run = self.runs.get(key) if key else None
+        run = self.selected_run()
         info = self.query_one("#run-info", Static)
         if run is None:
             info.update("no training runs yet · l: launch a run")
@@ -95,51 +89,59 @@ class TrainingScreen(BaseScreen):
                 self.curves.show({}, "")
                 self._points = 0
             return
-        points = self.store.runs.metric_points(run["id"])
-        fresh = self.store.runs.get(run["id"])
-        if fresh["status"] != run["status"]:
-            self.runs[run["id"]] = fresh
-            self.reload()
-            return
         ckpt = self.store.runs.latest_checkpoint(run["id"])
         cfg = run.get("config") or {}
-        info.update(f"{run['id']} · {run['status']} · model {cfg.get('model', '?')} · G {cfg.get('group_size', '?')} · "
-                    f"ckpt {('step ' + str(ckpt['step'])) if ckpt else '—'}"
-                    + (f" · [red]{run['error'][:60]}[/]" if run.get("error") else ""))
+        envs = f"{len(cfg['env_ids'])} envs" if cfg.get("env_ids") else f"split {cfg.get('env_split', '?')}"
+        cost = fmt_cost(run_cost(self.store, run))
+        info.update(f"{run['id']} · {run['status']} · {cfg.get('model', cfg.get('policy', '?'))}"
+                    + (" + adapter" if cfg.get("adapter") else "") + f" · {envs} · G {cfg.get('group_size', '-')} · "
+                    f"ckpt {('step ' + str(ckpt['step'])) if ckpt else '—'} · wall {fmt_duration(wall_seconds(run))}"
+                    + (f" · {cost}" if cost else "") + (f" · [red]{run['error'][:60]}[/]" if run.get("error") else ""))
+        points = self.store.runs.metric_points(run["id"])
         if points != self._points:
             self._points = points
-            self.curves.show(self.store.runs.metrics(run["id"], CURVES), run["id"][:16])
+            self.curves.show(self.store.runs.metrics(run["id"]), short_id(run["id"], 16))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._points = -1
         self.show_selected()
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.action_trajectories()
-
     def action_cycle_curves(self) -> None:
         self.notify(f"curves: {self.curves.cycle_view()}", timeout=2)
 
     def action_launch(self) -> None:
+        last = load_last(self.store.data_dir)
+        kind = last.pop("kind", "grpo")
+        defaults = {**last, **run_defaults(self.selected_run())}
+
         def done(result: dict | None) -> None:
             if not result:
                 return
             values = result["values"]
+            save_last(self.store.data_dir, result["kind"], values)
             self.app.launch_job(result["kind"], result["argv"], f"{result['kind']} {values.get('model', '')} "
                                 f"× {values.get('steps', '?')} steps")
             if result["ignored"]:
                 self.notify(f"not accepted by `sandmle {' '.join(COMMANDS[result['kind']])}`: "
                             f"{', '.join(result['ignored'])}", severity="warning", timeout=8)
 
-        self.app.push_screen(LaunchFormScreen(), done)
+        self.app.push_screen(LaunchFormScreen(kind, defaults), done)
 
     def action_stop(self) -> None:
-        key = selected_key(self.table)
-        run = self.runs.get(key) if key else None
+        run = self.selected_run()
         if run is None or run["status"] != "running":
             self.notify("select a running run to stop", severity="warning")
             return
-        if resolve_command(["runs", "stop"]) is not None:
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.stop(run)
+
+        self.app.push_screen(ConfirmScreen(f"Stop {run['id']}?", "It saves a checkpoint after the current step; "
+                                           "R resumes it later."), done)
+
+    def stop(self, run: dict) -> None:
+        if resolve_command(["runs", "stop"]) is not None:  # ends after the current step, with a checkpoint
             run_cli_quick(self, ["runs", "stop", run["id"]], then=self.reload)
         elif stop_pid(run.get("pid")):
             self.notify(f"asked {run['id']} to stop (it saves a checkpoint first)")
@@ -149,8 +151,7 @@ class TrainingScreen(BaseScreen):
             self.reload()
 
     def action_resume(self) -> None:
-        key = selected_key(self.table)
-        run = self.runs.get(key) if key else None
+        run = self.selected_run()
         if run is None:
             return
         if run["status"] == "running" and pid_alive(run.get("pid")):
@@ -164,7 +165,7 @@ class TrainingScreen(BaseScreen):
             self.notify(f"{run['id']} is done; nothing to resume", severity="warning")
             return
         argv, _ = build_argv(["runs", "resume"], {"json": True})
-        self.app.launch_job(run["kind"], [*argv, run["id"]], f"resume {run['id']}")
+        self.app.launch_job(run["kind"], [*argv, run["id"]], f"resume {run['id']}", run_id=run["id"])
 
     def action_trajectories(self) -> None:
         key = selected_key(self.table)

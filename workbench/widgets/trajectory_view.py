@@ -1,9 +1,11 @@
-"""A rollout turn by turn: each turn's text, the code it ran and the observation, then the grade report and
-the reward breakdown. Two side by side compare rollouts of one group."""
+"""A rollout turn by turn. A short header (reward, medal, breakdown), the system prompt and task folded into one
+line, then one block per assistant turn: its tool, time and tokens, the thought, the code it ran and the
+observation that came back (head and tail). Focusable and scrollable; two side by side compare rollouts of a group."""
 
 from __future__ import annotations
 
-import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from rich.console import Group
@@ -11,12 +13,17 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ..fmt import fmt_duration, short_id
 
 MEDALS = (("gold", "gold_medal"), ("silver", "silver_medal"), ("bronze", "bronze_medal"),
           ("above median", "above_median"))
+OBS_HEAD, OBS_TAIL = 8, 3  # observation lines shown before and after the cut
+_CALL = re.compile(r"<tool_call>.*?(</tool_call>|$)|<answer>.*?(</answer>|$)", re.S)
+_THINK_TAGS = re.compile(r"</?think>")
 
 
 def medal_of(grade: dict[str, Any]) -> str:
@@ -27,62 +34,100 @@ def medal_of(grade: dict[str, Any]) -> str:
     return "no medal"
 
 
-def breakdown_lines(breakdown: dict[str, Any]) -> list[str]:
-    """The reward breakdown: each term as weight × value = reward, then the episode counters."""
-    terms = breakdown.get("terms")
-    if isinstance(terms, dict):
-        parts = []
-        for name, t in terms.items():
-            if isinstance(t, dict):
-                parts.append(f"{name} {t.get('weight', 0):g}×{t.get('value', 0):.2f}={t.get('reward', 0):+.2f}")
-        lines = [f"  {breakdown.get('scheme', 'reward')} reward:"] + [f"    {p}" for p in parts]
-        if isinstance(breakdown.get("uncapped"), (int, float)) and breakdown.get("uncapped") != breakdown.get("total"):
-            lines.append(f"  uncapped {breakdown['uncapped']:.3f} → capped {breakdown.get('total', 0):.3f}")
-        state = breakdown.get("state") or {}
-        counters = [f"{k.replace('_', ' ')} {state[k]}" for k in ("steps", "python_calls", "score_calls",
-                                                                    "timed_out_steps") if k in state]
-        if isinstance(state.get("elapsed_s"), (int, float)):
-            counters.append(f"{state['elapsed_s']:.1f}s")
-        if counters:
-            lines.append("  " + " · ".join(counters))
-        return lines
-    return ["  " + "  ".join(f"{k} {v:+.2f}" if isinstance(v, (int, float)) else f"{k} {v}"
-                             for k, v in breakdown.items() if not isinstance(v, (dict, list)))]
+@dataclass
+class Step:
+    """One assistant turn and the tool turn that answered it (None after the final answer)."""
+
+    n: int
+    assistant: dict[str, Any]
+    tool: dict[str, Any] | None
+
+
+def split_turns(turns: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Step]]:
+    """(the turns before the first assistant turn — system prompt and task —, the assistant steps)."""
+    first = next((i for i, t in enumerate(turns) if t["role"] == "assistant"), len(turns))
+    steps: list[Step] = []
+    for t in turns[first:]:
+        if t["role"] == "assistant":
+            steps.append(Step(len(steps) + 1, t, None))
+        elif steps and steps[-1].tool is None:
+            steps[-1].tool = t
+    return turns[:first], steps
+
+
+def head_tail_lines(text: str, head: int = OBS_HEAD, tail: int = OBS_TAIL) -> str:
+    """The first ``head`` and last ``tail`` lines of ``text``, with how many were left out between them."""
+    lines = text.rstrip("\n").splitlines()
+    if len(lines) <= head + tail + 1:
+        return "\n".join(lines)
+    return "\n".join(lines[:head] + [f"… {len(lines) - head - tail} lines …"] + lines[-tail:])
+
+
+def thought(turn: dict[str, Any]) -> str:
+    """What the model said besides its call: the think block's text (the whole reply when it was malformed)."""
+    text = turn.get("text") or ""
+    if turn.get("well_formed") is False or not (turn.get("code") or turn.get("tool")):
+        return text.strip()
+    return _THINK_TAGS.sub("", _CALL.sub("", text)).strip()
+
+
+def reward_terms(traj: dict[str, Any]) -> str:
+    """'valid 0.20 + medal 0.60 + format 0.10': the breakdown's terms that paid."""
+    terms = (traj.get("reward_breakdown") or {}).get("terms")
+    if not isinstance(terms, dict):
+        return ""
+    return " + ".join(f"{name} {t['reward']:.2f}" for name, t in terms.items() if isinstance(t, dict) and t.get("reward"))
 
 
 def header_text(traj: dict[str, Any]) -> str:
     grade = traj.get("grade") or {}
-    flags = [f for f in ("terminated", "truncated", "timed_out") if traj.get(f)]
-    reward = traj.get("reward")
+    reward, score = traj.get("reward"), grade.get("score")
+    flags = [f for f in ("truncated", "timed_out") if traj.get(f)]
+    terms = reward_terms(traj)
     lines = [
-        f"[b]{escape(traj['id'])}[/b] · {escape(str(traj.get('env_id')))} · group {escape(str(traj.get('group_id')))}",
-        f"{escape(traj['policy'])} · {escape(traj['scaffold'])} · {traj.get('n_turns', 0)} turns · "
-        f"{traj['status']}{' (' + ', '.join(flags) + ')' if flags else ''}",
-        (f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —") + f" · {medal_of(grade)}",
+        (f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —")
+        + f" · {medal_of(grade)} · " + ("valid" if grade.get("valid_submission") else "[red]invalid[/]")
+        + (f" · score {score:.4g}" if isinstance(score, (int, float)) else ""),
+        *([f"= {escape(terms)}"] if terms else []),
+        f"{escape(short_id(traj['id'], 17))} · {escape(str(traj.get('env_id')))} · "
+        f"{fmt_duration(traj.get('wall_s'))} · {traj['status']}" + (f" ({', '.join(flags)})" if flags else ""),
     ]
-    breakdown = traj.get("reward_breakdown") or {}
-    if breakdown:
-        lines += [escape(line) for line in breakdown_lines(breakdown)]
-    if grade:
-        score = grade.get("score")
-        lines.append(f"score {score if score is None else round(score, 4)} · "
-                     f"{'valid' if grade.get('valid_submission') else 'invalid'}"
-                     + (f" · {escape(str(grade['error']))}" if grade.get("error") else ""))
+    if grade.get("error"):
+        lines.append(f"[red]{escape(str(grade['error']))}[/]")
     return "\n".join(lines)
 
 
-def turn_renderable(turn: dict[str, Any], width_hint: int = 60):
-    wf = turn.get("well_formed")
-    mark = "" if wf is None else (" ✓" if wf else " ✗ malformed")
-    wall = f" · {turn['wall_s']:.2f}s" if turn.get("wall_s") is not None else ""
-    parts: list[Any] = [Text.from_markup(f"[b]#{turn['idx']} {escape(turn['role'])}[/b]{mark}{wall}"
-                                         + (f" · tool {escape(turn['tool'])}" if turn.get("tool") else ""))]
-    if turn.get("text"):
-        parts.append(Text(turn["text"]))
-    if turn.get("code"):
-        parts.append(Syntax(turn["code"], "python", word_wrap=True, theme="ansi_dark", background_color="default"))
-    if turn.get("observation"):
-        parts.append(Text("→ " + turn["observation"], style="dim"))
+def prelude_text(prelude: list[dict[str, Any]], folded: bool) -> Text:
+    roles = " + ".join("task" if t["role"] == "user" else t["role"] for t in prelude) or "no prompt"
+    lines = sum(len((t.get("text") or "").splitlines()) for t in prelude)
+    if folded:
+        return Text(f"▸ {roles} · {lines} lines · enter", style="dim")
+    body = "\n\n".join(f"[{'task' if t['role'] == 'user' else t['role']}]\n{t.get('text') or ''}" for t in prelude)
+    return Text(f"▾ {roles} · enter: fold\n{body}", style="dim")
+
+
+def step_title(step: Step) -> Text:
+    a, tool = step.assistant, step.tool
+    name = a.get("tool") or (tool or {}).get("tool") or "no call"
+    mark = {True: " ✓", False: " ✗ malformed"}.get(None if a.get("well_formed") is None else bool(a["well_formed"]), "")
+    made = (f"{len(a['token_ids'])} tok " if a.get("token_ids") else "") + f"{a.get('wall_s') or 0:.1f}s"
+    parts = [made] + ([f"ran {tool['wall_s']:.1f}s"] if tool is not None and tool.get("wall_s") is not None else [])
+    title = Text.assemble((f"#{step.n} ", "bold"), (name, "bold cyan"), (mark, "green" if "✓" in mark else "red"))
+    title.append(" · " + " · ".join(parts), style="dim")
+    return title
+
+
+def step_renderable(step: Step):
+    parts: list[Any] = [step_title(step)]
+    said = thought(step.assistant)
+    if said:
+        parts.append(Text(said, style="italic"))
+    code = step.assistant.get("code") or (step.tool or {}).get("code")
+    if code:
+        parts.append(Syntax(code, "python", word_wrap=True, theme="ansi_dark", background_color="default"))
+    if step.tool is not None:
+        obs = step.tool.get("observation") or step.tool.get("text") or ""
+        parts.append(Text("→ " + (head_tail_lines(obs) or "(no output)"), style="dim"))
     return Group(*parts)
 
 
@@ -90,29 +135,58 @@ class TrajectoryView(VerticalScroll, can_focus=True):
     """``show(trajectory)`` with the dict from ``store.trajectories.get(id)`` (turns included)."""
 
     DEFAULT_CSS = """
-    TrajectoryView { height: 1fr; border: round $panel; padding: 0 1; }
+    TrajectoryView { height: 1fr; border: round $panel; padding: 0 1; scrollbar-size-vertical: 1; }
     TrajectoryView:focus { border: round $primary; }
-    TrajectoryView .traj-header { background: $panel; padding: 0 1; margin-bottom: 1; }
+    TrajectoryView .traj-header { background: $panel; }
+    TrajectoryView .traj-prelude { margin-bottom: 1; }
     TrajectoryView .traj-turn { margin-bottom: 1; }
     """
+    BINDINGS = [
+        Binding("enter,space", "toggle_prelude", "Prompt", id="traj.prelude",
+                tooltip="Unfold or fold the system prompt and the task"),
+        Binding("right_square_bracket", "turn(1)", "Next turn", id="traj.next_turn"),
+        Binding("left_square_bracket", "turn(-1)", "Prev turn", show=False, id="traj.prev_turn"),
+    ]
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.trajectory: dict[str, Any] | None = None
+        self.prelude: list[dict[str, Any]] = []
+        self.steps: list[Step] = []
+        self.folded = True
 
     def compose(self) -> ComposeResult:
-        yield Static("no trajectory", classes="traj-header")
+        yield Static("no rollout", classes="traj-header")
 
     def show(self, trajectory: dict[str, Any] | None) -> None:
         self.trajectory = trajectory
         self.remove_children()
         if trajectory is None:
-            self.mount(Static("no trajectory", classes="traj-header"))
+            self.mount(Static("no rollout", classes="traj-header"))
             return
-        widgets = [Static(header_text(trajectory), classes="traj-header")]
-        widgets += [Static(turn_renderable(t), classes="traj-turn") for t in trajectory.get("turns", [])]
-        grade = trajectory.get("grade")
-        if grade:
-            widgets.append(Static(Text("grade report " + json.dumps(grade, sort_keys=True), style="dim")))
-        self.mount_all(widgets)
+        self.prelude, self.steps = split_turns(trajectory.get("turns", []))
+        self.folded = True
+        self.mount_all([Static(header_text(trajectory), classes="traj-header"),
+                        Static(prelude_text(self.prelude, True), classes="traj-prelude"),
+                        *[Static(step_renderable(s), classes="traj-turn") for s in self.steps]])
+        if not self.steps:
+            self.mount(Static(Text("no assistant turn", style="dim")))
         self.scroll_home(animate=False)
+
+    def action_toggle_prelude(self) -> None:
+        if self.trajectory is None:
+            return
+        self.folded = not self.folded
+        self.query_one(".traj-prelude", Static).update(prelude_text(self.prelude, self.folded))
+
+    def action_turn(self, delta: int) -> None:
+        """Scroll the next (or previous) assistant turn to the top."""
+        turns = list(self.query(".traj-turn"))
+        if not turns:
+            return
+        tops = [w.virtual_region.y for w in turns]
+        if delta > 0:
+            target = next((w for w, y in zip(turns, tops) if y > self.scroll_y), turns[-1])
+        else:
+            target = next((w for w, y in zip(reversed(turns), reversed(tops)) if y < self.scroll_y), turns[0])
+        self.scroll_to(y=target.virtual_region.y, animate=False)

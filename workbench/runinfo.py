@@ -1,0 +1,27 @@
+"""What the screens say about a run beyond its row: what an API cost it, and which split a launch will train on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def run_cost(store, run: dict[str, Any]) -> float:
+    """USD spent on LLM APIs by a run: synthesis attempts record their cost; episodes of an ``anthropic:`` policy
+    record their tokens, priced with the synthesis backends' price table. 0 where no API was used."""
+    if run["kind"] == "synthesis":
+        return sum(float((a.get("usage") or {}).get("cost_usd") or 0) for a in store.envs.attempts(run_id=run["id"]))
+    if not str((run.get("config") or {}).get("policy", "")).startswith("anthropic:"):
+        return 0.0  # a local model: nothing paid (and no need to read every episode)
+    from engine.synthesis.llm.base import cost_usd
+
+    total = 0.0
+    for t in store.trajectories.list(run_id=run["id"]):
+        usage = ((t.get("reward_breakdown") or {}).get("state") or {}).get("usage") or {}
+        total += cost_usd(t["policy"].split(":", 1)[1], int(usage.get("input_tokens", 0)),
+                          int(usage.get("output_tokens", 0)))
+    return total
+
+
+def split_size(store, split: str) -> int:
+    """How many verified environments a training launch on ``split`` (train, heldout or all) would use."""
+    return store.envs.count(status="verified", split=None if split == "all" else split)
