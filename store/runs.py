@@ -57,8 +57,8 @@ class Runs(Repo):
         self.adopt_id = None
         stamp = now()
         self.update(row["id"], config={**(config or {}), **(row["config"] or {})}, name=name or row["name"],
-                    parent_id=parent_id, dir=dir or row["dir"], status=status, pid=os.getpid(),
-                    host=socket.gethostname(), started_at=stamp if status == "running" else None, heartbeat_at=stamp)
+                    parent_id=parent_id, dir=dir or row["dir"], status=status, **process.owner(),
+                    started_at=stamp if status == "running" else None, heartbeat_at=stamp)
         return row["id"]
 
     def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
