@@ -9,12 +9,14 @@ import json
 import time
 
 
-async def measure(db: str, env_id: str | None = None, size: tuple[int, int] = (80, 24)) -> list[dict]:
+async def measure(db: str, env_id: str | None = None, run_id: str | None = None,
+                  size: tuple[int, int] = (80, 24)) -> list[dict]:
     from engine.config import Settings
     from store import Store
 
     from .app import SCREENS, Workbench
     from .screens.env_detail import EnvDetailScreen
+    from .screens.trajectories import TrajectoriesScreen
 
     store = Store(db)
     rows: list[dict] = []
@@ -49,6 +51,13 @@ async def measure(db: str, env_id: str | None = None, size: tuple[int, int] = (8
             await app.push_screen(screen)
             await settle(pilot, screen)
             rows.append({"screen": "environment detail", "first_paint_s": time.perf_counter() - t})
+        if run_id:
+            await app.switch_mode("training")
+            t = time.perf_counter()
+            screen = TrajectoriesScreen(run_id=run_id)
+            await app.push_screen(screen)
+            await settle(pilot, screen)
+            rows.append({"screen": "rollouts (turn view)", "first_paint_s": time.perf_counter() - t})
     store.close()
     return rows
 
@@ -83,8 +92,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", required=True, help="the store to open")
     parser.add_argument("--env", help="an environment id with files, for the detail screen")
+    parser.add_argument("--run", help="a run with rollouts, for the rollouts screen")
     args = parser.parse_args()
-    print(json.dumps(asyncio.run(measure(args.db, args.env))))
+    print(json.dumps(asyncio.run(measure(args.db, args.env, args.run))))
 
 
 if __name__ == "__main__":

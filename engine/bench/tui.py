@@ -1,5 +1,6 @@
 """``sandmle bench tui``: the workbench's time to first paint of each screen on a big store — 10,000
-environments, a 1,000,000-line sandbox log, a training run with rollouts and an eval run. Target: < 1 s each.
+environments, a 1,000,000-line sandbox log, a training run with 400 rollouts of 15 turns and an eval run. Target:
+< 1 s each.
 
 The store is built in a temporary folder (the user's store is never touched) and the app is measured in a child
 process (``python -m workbench.firstpaint``), so the engine never imports the UI."""
@@ -69,6 +70,19 @@ def build_store(folder: Path, n_envs: int, n_log_lines: int) -> dict:
     for step in range(500):
         store.runs.log_metrics(run, step, {"reward_mean": step / 500, "medal_rate": step / 1000,
                                            "valid_rate": 0.9, "loss": 1 / (1 + step)})
+    # 400 rollouts of 15 model turns each (with token ids), for the rollouts screen and its turn view
+    with store.transaction():
+        for k in range(400):
+            turns = [{"role": "system", "text": "You are an ML engineer."}, {"role": "user", "text": "task " * 400}]
+            for t in range(15):
+                turns += [{"role": "assistant", "text": f"<think>step {t}</think>", "tool": "python",
+                           "code": "import pandas as pd\n" * 20, "well_formed": True, "wall_s": 0.4,
+                           "token_ids": list(range(200))},
+                          {"role": "tool", "tool": "python", "text": "", "wall_s": 1.0,
+                           "observation": "\n".join(f"line {i}" for i in range(60))}]
+            store.trajectories.add({"id": f"traj-{k:05d}", "run_id": run, "env_id": f"env-{k % 50:06d}",
+                                    "policy": "hf:tiny", "scaffold": "react", "group_id": f"{run}/s{k // 8:05d}/g00",
+                                    "step": k // 8, "status": "done", "reward": k % 5 / 4}, turns)
     ev = store.runs.create("eval", {"policy": "tiny"}, run_id="eval-big", status="done")
     store.runs.add_eval_results(ev, [{"env_id": f"env-{i:06d}", "policy": "tiny", "scaffold": "react", "rng_seed": s,
                                       "score": 0.8, "valid": True, "bronze": s == 0, "human_rank": 0.5}
@@ -93,7 +107,8 @@ def run(store=None, quick: bool = False, repeats: int = 3, **_: object) -> Bench
         load = os.getloadavg()[0]
         for _ in range(repeats):
             out = subprocess.run([sys.executable, "-m", "workbench.firstpaint", "--db", str(folder / "sandmle.db"),
-                                  "--env", "env-000000"], capture_output=True, text=True, env=env, timeout=600)
+                                  "--env", "env-000000", "--run", "grpo-big"],
+                                 capture_output=True, text=True, env=env, timeout=600)
             if out.returncode != 0:
                 raise RuntimeError(f"workbench.firstpaint failed: {out.stderr.strip()[-2000:]}")
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))

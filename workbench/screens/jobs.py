@@ -18,7 +18,9 @@ from .confirm import ConfirmScreen
 from .prompt import PromptScreen
 
 STATUS_MARK = {"running": "▶ running", "done": "✓ done", "failed": "✗ failed", "stopped": "■ stopped",
-               "pending": "… pending"}
+               "pending": "… pending", "dead": "✗ dead"}
+#: (column, width): 80 columns in all
+COLUMNS = (("job", 16), ("kind", 9), ("status", 9), ("wall", 6), ("progress", 28))
 
 
 class JobsScreen(BaseScreen):
@@ -38,7 +40,8 @@ class JobsScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("job", "kind", "status", "wall", "progress")
+        for label, width in COLUMNS:
+            self.table.add_column(label, width=width)
         self.refresh_data()
         self.set_interval(1.0, self.reload_if_running)
         self.table.focus()
@@ -70,8 +73,8 @@ class JobsScreen(BaseScreen):
         self.runs = {r["id"]: r for r in self.job_runs()}
         rows = []
         for r in self.runs.values():
-            rows.append((r["id"], (short_id(r["id"], 16), r["kind"], STATUS_MARK.get(r["status"], r["status"]),
-                                   fmt_duration(wall_seconds(r)), self.progress(r))))
+            rows.append((r["id"], (short_id(r["id"], COLUMNS[0][1]), r["kind"], STATUS_MARK.get(r["status"], r["status"]),
+                                   fmt_duration(wall_seconds(r)), clip(self.progress(r), COLUMNS[4][1]))))
         fill_table(self.table, rows, keep)
         self.open_selected()
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
@@ -93,7 +94,9 @@ class TrainingScreen(BaseScreen):
         cfg = run.get("config") or {}
         envs = f"{len(cfg['env_ids'])} envs" if cfg.get("env_ids") else f"split {cfg.get('env_split', '?')}"
         cost = fmt_cost(run_cost(self.store, run))
-        info.update(f"{run['id']} · {run['status']} · {cfg.get('model', cfg.get('policy', '?'))}"
+        warnings = (run.get("summary") or {}).get("warnings") or []
+        info.update((f"[yellow]⚠ {escape(str(warnings[-1]))}[/] · " if warnings else "")
+                    + f"{run['id']} · {run['status']} · {cfg.get('model', cfg.get('policy', '?'))}"
                     + (" + adapter" if cfg.get("adapter") else "") + f" · {envs} · G {cfg.get('group_size', '-')} · "
                     f"ckpt {('step ' + str(ckpt['step'])) if ckpt else '—'} · wall {fmt_duration(wall_seconds(run))}"
                     + (f" · {cost}" if cost else "") + (f" · [red]{run['error'][:60]}[/]" if run.get("error") else ""))

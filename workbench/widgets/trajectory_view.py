@@ -8,7 +8,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from rich.console import Group
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
@@ -22,8 +21,10 @@ from ..fmt import fmt_duration, short_id
 MEDALS = (("gold", "gold_medal"), ("silver", "silver_medal"), ("bronze", "bronze_medal"),
           ("above median", "above_median"))
 OBS_HEAD, OBS_TAIL = 8, 3  # observation lines shown before and after the cut
+FIRST_TURNS = 3  # turns laid out before the first paint (more than a screenful); the rest follow at once
 _CALL = re.compile(r"<tool_call>.*?(</tool_call>|$)|<answer>.*?(</answer>|$)", re.S)
 _THINK_TAGS = re.compile(r"</?think>")
+CODE = Syntax("", "python", theme="ansi_dark", background_color="default")  # highlights code into Text
 
 
 def medal_of(grade: dict[str, Any]) -> str:
@@ -117,18 +118,21 @@ def step_title(step: Step) -> Text:
     return title
 
 
-def step_renderable(step: Step):
-    parts: list[Any] = [step_title(step)]
+def step_renderable(step: Step) -> Text:
+    """One Text per turn (code highlighted once, up front): a rollout of many turns lays out quickly."""
+    parts: list[Text] = [step_title(step)]
     said = thought(step.assistant)
     if said:
         parts.append(Text(said, style="italic"))
     code = step.assistant.get("code") or (step.tool or {}).get("code")
     if code:
-        parts.append(Syntax(code, "python", word_wrap=True, theme="ansi_dark", background_color="default"))
+        highlighted = CODE.highlight(code)
+        highlighted.rstrip()
+        parts.append(highlighted)
     if step.tool is not None:
         obs = step.tool.get("observation") or step.tool.get("text") or ""
         parts.append(Text("→ " + (head_tail_lines(obs) or "(no output)"), style="dim"))
-    return Group(*parts)
+    return Text("\n").join(parts)
 
 
 class TrajectoryView(VerticalScroll, can_focus=True):
@@ -154,12 +158,16 @@ class TrajectoryView(VerticalScroll, can_focus=True):
         self.prelude: list[dict[str, Any]] = []
         self.steps: list[Step] = []
         self.folded = True
+        self.shown = 0  #: counts show() calls: a late mount of an older rollout's turns is dropped
 
     def compose(self) -> ComposeResult:
         yield Static("no rollout", classes="traj-header")
 
     def show(self, trajectory: dict[str, Any] | None) -> None:
+        """Show a rollout: the turns that fill the view at once, the rest right after the first paint (a long
+        rollout's code and observations take a while to lay out)."""
         self.trajectory = trajectory
+        self.shown += 1
         self.remove_children()
         if trajectory is None:
             self.mount(Static("no rollout", classes="traj-header"))
@@ -168,10 +176,20 @@ class TrajectoryView(VerticalScroll, can_focus=True):
         self.folded = True
         self.mount_all([Static(header_text(trajectory), classes="traj-header"),
                         Static(prelude_text(self.prelude, True), classes="traj-prelude"),
-                        *[Static(step_renderable(s), classes="traj-turn") for s in self.steps]])
+                        *self.turn_widgets(self.steps[:FIRST_TURNS])])
         if not self.steps:
             self.mount(Static(Text("no assistant turn", style="dim")))
+        elif len(self.steps) > FIRST_TURNS:
+            self.call_after_refresh(self.mount_rest, self.shown)
         self.scroll_home(animate=False)
+
+    @staticmethod
+    def turn_widgets(steps: list[Step]) -> list[Static]:
+        return [Static(step_renderable(s), classes="traj-turn") for s in steps]
+
+    def mount_rest(self, shown: int) -> None:
+        if shown == self.shown:  # still the same rollout
+            self.mount_all(self.turn_widgets(self.steps[FIRST_TURNS:]))
 
     def action_toggle_prelude(self) -> None:
         if self.trajectory is None:
