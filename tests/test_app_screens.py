@@ -5,15 +5,13 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import tarfile
 
 import pytest
 from rich.console import Console
-from textual.widgets import DataTable, Static, TabbedContent
+from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from test_app import goto, wait_for
 from workbench.app import Workbench
-from workbench.jobs import resolve_command
 from workbench.demo import populate
 
 
@@ -62,16 +60,14 @@ async def test_environments_filter_detail_preview_and_export(demo):
         assert board.row_count == 3
         assert "gold 0.9" in static_text(detail.query_one("#env-thresholds"))
         assert "ordering" in static_text(detail.query_one("#env-verification"))
-        await pilot.press("x")
-        if resolve_command(["envs", "export"]) is not None:  # an MLE-bench-style competition folder
-            target = store.data_dir / "exports" / ids["envs"][0] / "config.yaml"
-            await wait_for(pilot, target.exists, timeout=60)
-        else:
-            target = store.data_dir / "exports" / f"{ids['envs'][0]}.tar.gz"
-            await wait_for(pilot, target.exists)
-            await pilot.pause(0.2)
-            with tarfile.open(target) as tar:
-                assert f"{ids['envs'][0]}/public/train.csv" in tar.getnames()
+        await pilot.press("x")  # an MLE-bench-style competition folder under <data dir>/exports
+        exports = store.data_dir / "exports"
+        await wait_for(pilot, (exports / ids["envs"][0] / "config.yaml").exists, timeout=60)
+        await pilot.press("x")  # that folder is taken now: it asks for another, suggesting a free one
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "PromptScreen")
+        assert app.screen.query_one(Input).value == str(exports / f"{ids['envs'][0]}-2")
+        await pilot.press("enter")
+        await wait_for(pilot, (exports / f"{ids['envs'][0]}-2" / "config.yaml").exists, timeout=60)
         await pilot.press("escape")
         await pilot.pause()
         assert type(app.screen).__name__ == "EnvironmentsScreen"
