@@ -361,3 +361,19 @@ def test_short_ids_keep_the_end_that_tells_them_apart():
     assert integer_ticks(1, 12) == [1, 4, 7, 10, 12] and integer_ticks(3, 3) == [3] and integer_ticks(1, 2) == [1, 2]
     views = views_for({"reward_mean", "loss", "kl", "grad_norm", "clip_fraction", "step_s", "skipped_groups", "tokens"})
     assert list(views) == ["rates", "loss", "KL", "grad norm", "clip fraction", "step time", "skipped groups", "tokens"]
+
+
+async def test_an_eval_in_progress_updates_its_row(demo):
+    store, ids = demo
+    app = Workbench(store=store, poll_s=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "5")
+        runs = app.screen.query_one("#eval-runs", DataTable)
+        assert str(runs.get_row_at(0)[4]) == "6"
+        # another process stores one more episode and beats the run, as `sandmle eval` does after each episode
+        code = ("from store import Store; s = Store(); s.runs.add_eval_results('eval-demo', [{'env_id': 'env-tab-000', "
+                "'policy': 'hf:tiny', 'scaffold': 'react', 'rng_seed': 3, 'valid': False, 'reward': 0.0}]); "
+                "s.runs.heartbeat('eval-demo')")
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+        await wait_for(pilot, lambda: str(runs.get_row_at(0)[4]) == "7")
+        assert str(runs.get_row_at(0)[6]) == "75%"  # valid per seed: 100%, 100%, 100% and 0% (seed 3: one invalid)

@@ -34,6 +34,22 @@ def fill_table(table: DataTable, rows: list[tuple[str, tuple[Any, ...]]], keep: 
             pass
 
 
+class RunMemo:
+    """What a screen derived from a run's rows, kept until the run changes: its status, its end, or its heartbeat
+    (every metric point and every eval result beats it). Screens re-read on every store change; most runs have
+    not changed."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[tuple, Any]] = {}
+
+    def get(self, run: dict[str, Any], compute: Callable[[], Any]) -> Any:
+        key = (run["status"], run.get("heartbeat_at"), run.get("ended_at"))
+        hit = self.values.get(run["id"])
+        if hit is None or hit[0] != key:
+            hit = self.values[run["id"]] = (key, compute())
+        return hit[1]
+
+
 class BaseScreen(Screen):
     """A main screen (one per mode). ``ready`` turns True once its data is on screen (the TUI benchmark waits for it)."""
 

@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Footer, Static
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..runinfo import run_cost
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, selected_key
+from .base import BaseScreen, RunMemo, fill_table, selected_key
 
 #: (column, width) of the runs table and the per-environment table: 80 columns each
 RUN_COLUMNS = (("run", 16), ("policy", 11), ("adapter", 10), ("scaffold", 8), ("n", 3), ("medal", 5),
@@ -99,6 +99,10 @@ def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
 
 class EvalScreen(BaseScreen):
     LABEL = "Eval"
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.memo = RunMemo()
     BINDINGS = [
         Binding("enter", "episodes", "Episodes", id="eval.open", priority=True,
                 tooltip="The run's episodes turn by turn (on an environment: that environment's)"),
@@ -131,18 +135,21 @@ class EvalScreen(BaseScreen):
     def reload(self) -> None:
         keep = selected_key(self.runs_table)
         self.runs = {r["id"]: r for r in self.store.runs.list(kind="eval", limit=200)}
-        self.results = {key: self.store.runs.eval_results(key) for key in self.runs}
         rows = []
         for key, r in self.runs.items():
             cfg = r.get("config") or {}
             spec = cfg.get("policy_spec") or cfg.get("policy") or ""
-            overall, _ = summarize(self.results[key])
+            overall, _ = self.summary(r)
             rows.append((key, (short_id(r["name"] or key, RUN_COLUMNS[0][1]), clip(policy_label(spec), RUN_COLUMNS[1][1]),
                                short_id(adapter_label(spec), 10) or "—", cfg.get("scaffold", ""), overall["n"],
                                fmt_mean(overall["medal"], True), fmt_mean(overall["valid"], True),
                                fmt_mean(overall["human_rank"]))))
         fill_table(self.runs_table, rows, keep)
         self.show_selected()
+
+    def summary(self, run: dict) -> tuple[dict, dict[str, dict]]:
+        """``summarize`` of the run's results, computed again only when the run changed."""
+        return self.memo.get(run, lambda: summarize(self.store.runs.eval_results(run["id"])))
 
     def show_selected(self) -> None:
         key = selected_key(self.runs_table)
@@ -152,7 +159,7 @@ class EvalScreen(BaseScreen):
             self.results_table.clear()
             return
         run = self.runs[key]
-        overall, per_env = summarize(self.results.get(key, []))
+        overall, per_env = self.summary(run)
         cost = fmt_cost(run_cost(self.store, run))
         summary.update(
             f"[b]{run['name'] or key}[/b] · {run['status']} · {overall['n']} episodes · "

@@ -13,7 +13,7 @@ from ..jobs import build_argv, pid_alive, resolve_command, stop_pid
 from ..runinfo import run_cost
 from ..widgets.metric_curves import MetricCurves
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, run_cli_quick, selected_key
+from .base import BaseScreen, RunMemo, fill_table, run_cli_quick, selected_key
 from .confirm import ConfirmScreen
 from .launch_form import COMMANDS, LaunchFormScreen, load_last, run_defaults, save_last
 
@@ -43,6 +43,10 @@ class TrainingScreen(BaseScreen):
         yield MetricCurves(id="run-curves")
         yield Footer()
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.memo = RunMemo()
+
     def on_mount(self) -> None:
         self.table.add_columns("run", "kind", "status", "step", "reward", "medal", "valid", "wall")
         self._points = -1
@@ -67,8 +71,10 @@ class TrainingScreen(BaseScreen):
         self.runs = {r["id"]: r for r in self.training_runs()}
         rows = []
         for r in self.runs.values():
-            series = self.store.runs.metrics(r["id"], ["reward_mean", "medal_rate", "valid_rate"])
-            step, total = self.store.runs.last_step(r["id"]), (r.get("config") or {}).get("steps")
+            series, step = self.memo.get(r, lambda r=r: (
+                self.store.runs.metrics(r["id"], ["reward_mean", "medal_rate", "valid_rate"]),
+                self.store.runs.last_step(r["id"])))
+            total = (r.get("config") or {}).get("steps")
             rows.append((r["id"], (short_id(r["id"], 16), r["kind"], r["status"],
                                    f"{step or 0}/{total}" if total else (step or ""),
                                    last_value(series, "reward_mean"), last_value(series, "medal_rate"),
