@@ -68,6 +68,12 @@ class WorkbenchSettings(_Section):
         description="binding id → key(s), e.g. {\"nav.training\" = \"f4\"} (ids are listed in the command palette)")
 
 
+class MLEBenchSettings(_Section):
+    competitions: str | None = Field(
+        None, description="MLE-bench's mlebench/competitions folder (config.yaml, description.md, leaderboard.csv per "
+                          "competition) for data directories that hold only prepared/ data")
+
+
 class Settings(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
@@ -75,6 +81,7 @@ class Settings(_Section):
     anthropic: AnthropicSettings = Field(default_factory=AnthropicSettings)
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     workbench: WorkbenchSettings = Field(default_factory=WorkbenchSettings)
+    mlebench: MLEBenchSettings = Field(default_factory=MLEBenchSettings)
 
 
 def config_path() -> Path:

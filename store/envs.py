@@ -54,8 +54,11 @@ class Environments(Repo):
         offset: int = 0,
         ids: list[str] | None = None,
         since: str | None = None,
+        exclude_split: str | None = None,
     ) -> list[dict[str, Any]]:
-        where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids, since=since)
+        """Environments matching every filter given (``exclude_split``: any split but this one)."""
+        where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids, since=since,
+                                    exclude_split=exclude_split)
         sql = "SELECT * FROM environments" + where + " ORDER BY created_at, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
@@ -66,8 +69,12 @@ class Environments(Repo):
         return self.store.query("SELECT COUNT(*) AS n FROM environments" + where, params)[0]["n"]
 
     @staticmethod
-    def _where(*, seed_id=None, status=None, split=None, text=None, ids=None, since=None) -> tuple[str, tuple]:
+    def _where(*, seed_id=None, status=None, split=None, text=None, ids=None, since=None,
+               exclude_split=None) -> tuple[str, tuple]:
         where, params = [], []
+        if exclude_split is not None:
+            where.append("split != ?")
+            params.append(exclude_split)
         if since is not None:
             where.append("created_at >= ?")
             params.append(since)

@@ -299,6 +299,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE eval_results ADD COLUMN error TEXT",
         ],
     ),
+    (
+        3,
+        "eval results know whether their competition has a leaderboard (medals and HumanRank are n/a without one)",
+        ["ALTER TABLE eval_results ADD COLUMN has_leaderboard INTEGER NOT NULL DEFAULT 1"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

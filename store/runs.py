@@ -175,7 +175,7 @@ class Runs(Repo):
         stamp = now()
         rows = [{"run_id": run_id, "created_at": stamp, **r} for r in results]
         for r in rows:
-            for key in ("valid", "gold", "silver", "bronze", "above_median"):
+            for key in ("valid", "gold", "silver", "bronze", "above_median", "has_leaderboard"):
                 if key in r:
                     r[key] = int(bool(r[key]))
         with self.store.transaction() as db:

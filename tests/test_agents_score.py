@@ -41,7 +41,7 @@ def test_validation_split_comes_from_training_rows_only():
 
 
 def test_probability_tasks_get_one_hot_validation_answers(tmp_path):
-    from engine.seeds.mlebench import env_from_mlebench
+    from engine.seeds.competition import env_from_mlebench
 
     env = env_from_mlebench(DATA / "mlebench" / "spooky-mini", tmp_path)
     split = carve(env.public, env.grade, key=env.id)

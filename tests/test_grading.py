@@ -204,7 +204,7 @@ def test_grade_without_leaderboard_gives_no_medals(env, tmp_path):
 
 
 def test_mlebench_competition_folder_grades_the_same(tmp_path):
-    from engine.seeds.mlebench import env_from_mlebench
+    from engine.seeds.competition import env_from_mlebench
 
     folder = DATA / "mlebench" / "spooky-mini"
     env = env_from_mlebench(folder, tmp_path / "cache")

@@ -25,9 +25,14 @@ def new_trajectory_id() -> str:
     return f"traj-{uuid.uuid4().hex[:12]}"
 
 
-def register_env(store, env: EnvSpec, *, split: str = "imported") -> None:
-    """Make sure the store has a row for ``env`` (trajectories and eval results point at it)."""
-    if store.envs.get(env.id, missing_ok=True) is not None:
+def register_env(store, env: EnvSpec, *, split: str | None = None) -> None:
+    """Make sure the store has a row for ``env`` (trajectories and eval results point at it); a real competition
+    is (re)filed under the split ``real``, which training never selects."""
+    split = split or env.split
+    row = store.envs.get(env.id, missing_ok=True)
+    if row is not None:
+        if split == "real" and row["split"] != "real":
+            store.envs.set_split([env.id], "real")
         return
     g = env.grade
     store.envs.add({

@@ -51,8 +51,10 @@ def _seed_of(text: str) -> int:
 def _answers_for(spec: GradeSpec, held: pd.DataFrame, pred_cols: list[str]) -> pd.DataFrame | None:
     """The held-out rows' labels in the submission's column format, or None when they cannot be derived."""
     idc = spec.id_column
-    if all(c in held.columns for c in pred_cols):
-        return held[[idc, *pred_cols]].reset_index(drop=True)
+    by_lower = {str(c).lower(): c for c in held.columns}
+    if all(c.lower() in by_lower for c in pred_cols):  # the targets themselves (``Label`` is ``label``)
+        out = held[[idc, *(by_lower[c.lower()] for c in pred_cols)]]
+        return out.set_axis([idc, *pred_cols], axis=1).reset_index(drop=True)
     targets = [c for c in spec.target_columns if c in held.columns]
     if len(targets) == 1 and get_metric(spec.metric).prediction in ("proba", "value") and len(pred_cols) > 1:
         labels = held[targets[0]].astype(str).str.replace(r"\.0$", "", regex=True)

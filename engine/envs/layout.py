@@ -28,6 +28,9 @@ from typing import Any
 
 from ..errors import SandmleError
 
+#: the store split of real competitions: evaluation only, never selected by training or by ``all``
+REAL_SPLIT = "real"
+
 
 @dataclass
 class GradeSpec:
@@ -61,6 +64,8 @@ class EnvSpec:
     seed_id: str | None = None
     thresholds: dict[str, float] | None = None
     leaderboard: list[float] = field(default_factory=list)
+    #: the store split it belongs to: ``real`` for real competitions (evaluation only, never trained on)
+    split: str = "imported"
 
     @property
     def public(self) -> Path:
@@ -86,6 +91,7 @@ class EnvSpec:
             modality=meta.get("modality", "tabular"), title=meta.get("title", path.name),
             seed_id=meta.get("seed_id"), thresholds=meta.get("thresholds"),
             leaderboard=[float(e["score"]) for e in meta.get("leaderboard", [])],
+            split=meta.get("split", "imported"),
         )
 
     @classmethod
@@ -99,6 +105,7 @@ class EnvSpec:
         spec.seed_id = row.get("seed_id")
         spec.modality = row.get("modality", spec.modality)
         spec.title = row.get("title", spec.title)
+        spec.split = row.get("split") or spec.split
         return spec
 
 

@@ -1,19 +1,18 @@
 """Evaluation: many episodes of one policy + scaffold over a set of environments and RNG seeds, in parallel.
 
 Reports the medal rate (any / gold / silver / bronze), valid-submission rate, above-median rate and mean
-HumanRank, each as mean ± SEM over seeds, plus a per-environment table. Results go into ``eval_results`` under a
-``runs`` row of kind ``eval``.
+HumanRank, each as mean ± SEM over seeds, plus a per-competition table (:mod:`engine.eval.report`). Results go
+into ``eval_results`` under a ``runs`` row of kind ``eval``.
 
 Which environments: :mod:`engine.eval.select`.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from store import Store
@@ -21,26 +20,15 @@ from store import Store
 from ..agents.policies import load_policy
 from ..agents.rollout import register_env, run_episode
 from ..agents.scaffolds import get_scaffold
+from ..config import load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..sandbox import get_backend
-
-
-# ------------------------------------------------------------------ statistics
-def mean_sem(values: list[float]) -> tuple[float, float]:
-    """Mean and standard error of the mean (0 with a single value)."""
-    if not values:
-        return float("nan"), float("nan")
-    m = sum(values) / len(values)
-    if len(values) < 2:
-        return m, 0.0
-    var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
-    return m, math.sqrt(var / len(values))
+from .mlebench import Skipped
+from .report import aggregate, left_out
 
 
 # ------------------------------------------------------------------ running
-#: the rates reported, each a mean over environments per seed, then mean ± SEM over seeds
-RATES = ("any_medal", "gold", "silver", "bronze", "valid", "above_median", "human_rank", "reward")
 #: default turn budget per scaffold (react: model calls; aide: tree nodes; oneshot: one script)
 DEFAULT_TURNS = {"react": 15, "aide": 5, "oneshot": 1}
 
@@ -53,10 +41,12 @@ class EvalReport:
     n_envs: int
     rng_seeds: list[int]
     n_episodes: int
-    summary: dict[str, dict[str, float]]  #: rate → {"mean", "sem"}
-    per_env: list[dict[str, Any]]
+    summary: dict[str, dict[str, float | None]]  #: rate → {"mean", "sem"} (None: n/a everywhere)
+    per_env: list[dict[str, Any]]  #: per competition: MLE-bench's report fields as rates, score, HumanRank
     wall_s: float
     status: str = "done"
+    skipped: list[dict[str, str]] = field(default_factory=list)  #: competitions not run ({"id", "reason"})
+    left_out: dict[str, Any] = field(default_factory=dict)  #: episodes without a leaderboard (medals n/a)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,47 +59,9 @@ def result_row(traj, scaffold: str) -> dict[str, Any]:
             "rng_seed": traj.rng_seed, "score": g.get("score"), "valid": bool(g.get("valid_submission")),
             "gold": bool(g.get("gold_medal")), "silver": bool(g.get("silver_medal")),
             "bronze": bool(g.get("bronze_medal")), "above_median": bool(g.get("above_median")),
-            "human_rank": g.get("human_rank"), "reward": traj.reward}
-
-
-def _values(row: dict[str, Any]) -> dict[str, float]:
-    medal = bool(row["gold"] or row["silver"] or row["bronze"])
-    return {"any_medal": float(medal), "gold": float(bool(row["gold"])), "silver": float(bool(row["silver"])),
-            "bronze": float(bool(row["bronze"])), "valid": float(bool(row["valid"])),
-            "above_median": float(bool(row["above_median"])),
-            # an invalid submission ranks below every entry: HumanRank 0
-            "human_rank": float(row["human_rank"]) if row.get("human_rank") is not None else 0.0,
-            "reward": float(row.get("reward") or 0.0)}
-
-
-def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float]], list[dict[str, Any]]]:
-    """(summary: each rate as mean ± SEM over seeds, per-environment table)."""
-    by_seed: dict[Any, list[dict[str, float]]] = {}
-    by_env: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
-        by_seed.setdefault(r.get("rng_seed"), []).append(_values(r))
-        by_env.setdefault(r["env_id"], []).append(r)
-    summary: dict[str, dict[str, float]] = {}
-    for rate in RATES:
-        per_seed = [sum(v[rate] for v in vals) / len(vals) for vals in by_seed.values()]
-        m, s = mean_sem(per_seed)
-        summary[rate] = {"mean": m, "sem": s}
-    table = []
-    for env_id, env_rows in sorted(by_env.items()):
-        vals = [_values(r) for r in env_rows]
-        scores = [r["score"] for r in env_rows if r.get("score") is not None]
-        medals = {"gold": 0, "silver": 0, "bronze": 0}
-        for r in env_rows:
-            for m in medals:
-                medals[m] += int(bool(r[m]))
-        table.append({
-            "env_id": env_id, "episodes": len(env_rows), "valid": sum(v["valid"] for v in vals) / len(vals),
-            "any_medal": sum(v["any_medal"] for v in vals) / len(vals), **medals,
-            "mean_score": sum(scores) / len(scores) if scores else None,
-            "human_rank": sum(v["human_rank"] for v in vals) / len(vals),
-            "reward": sum(v["reward"] for v in vals) / len(vals),
-        })
-    return summary, table
+            "human_rank": g.get("human_rank"), "reward": traj.reward,
+            # medal thresholds and HumanRank exist only against a leaderboard; without one they are n/a, not 0
+            "has_leaderboard": g.get("gold_threshold") is not None}
 
 
 def _episode_in_process(args: tuple) -> dict[str, Any]:
@@ -121,7 +73,7 @@ def _episode_in_process(args: tuple) -> dict[str, Any]:
     if policy_spec not in cache:
         cache[policy_spec] = load_policy(policy_spec)
     if "backend" not in cache:
-        cache["backend"] = get_backend("local", store=cache["store"])
+        cache["backend"] = sandbox_backend(cache["store"])
     traj = run_episode(env, cache[policy_spec], scaffold=scaffold, sandbox=cache["backend"], store=cache["store"],
                        run_id=run_id, rng_seed=seed, **kw)
     return result_row(traj, scaffold)
@@ -153,14 +105,23 @@ def run_parallel(fn: Callable[[Any], Any], items: list[Any], *, workers: int, ki
     return results
 
 
+def sandbox_backend(store):
+    """The sandbox backend of the settings, with their per-step limits (timeout, memory, disk quota)."""
+    settings = load_settings().sandbox
+    return get_backend(settings.backend, store=store, settings=settings)
+
+
 def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",
              rng_seeds: list[int] | tuple[int, ...] = (0,), max_turns: int | None = None,
-             step_timeout_s: float = 300, episode_timeout_s: float = 1200, reward: str = "milestone",
+             step_timeout_s: float | None = None, episode_timeout_s: float = 1200, reward: str = "milestone",
              workers: int = 2, executor: str = "thread", name: str | None = None, parent_id: str | None = None,
-             progress: Callable[[int, int], None] | None = None) -> EvalReport:
+             progress: Callable[[int, int], None] | None = None, skipped: list[Skipped] = ()) -> EvalReport:
     """Evaluate ``policy`` (a spec string, or a Policy object with ``executor="thread"``) on every environment
-    with every seed. Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run."""
+    with every seed. Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run.
+    ``step_timeout_s`` defaults to ``[sandbox] timeout_s``; ``skipped`` (from ``select``) goes into the report."""
     get_scaffold(scaffold)
+    if step_timeout_s is None:
+        step_timeout_s = load_settings().sandbox.timeout_s
     if not envs:
         raise SandmleError("no environment to evaluate on")
     seeds = [int(s) for s in rng_seeds]
@@ -174,7 +135,8 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
         register_env(store, env)
     config = {"policy": label, "policy_spec": spec, "scaffold": scaffold, "envs": [e.id for e in envs],
               "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
-              "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor}
+              "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
+              "skipped": [s.to_dict() for s in skipped]}
     run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
     jobs = [(env, seed) for seed in seeds for env in envs]
     kw = dict(max_turns=turns, step_timeout_s=step_timeout_s, episode_timeout_s=episode_timeout_s, reward=reward)
@@ -187,7 +149,7 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
     def one(job: tuple[EnvSpec, int]) -> dict[str, Any]:
         env, seed = job
         if not hasattr(local, "backend"):
-            local.backend = get_backend("local", store=store)
+            local.backend = sandbox_backend(store)
             with lock:
                 backends.append(local.backend)
         traj = run_episode(env, policy_obj, scaffold=scaffold, sandbox=local.backend, store=store, run_id=run_id,
@@ -224,7 +186,9 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
                               error="interrupted")
     summary, table = aggregate(rows)
     report = EvalReport(run_id=run_id, policy=label, scaffold=scaffold, n_envs=len(envs), rng_seeds=seeds,
-                        n_episodes=len(rows), summary=summary, per_env=table, wall_s=time.monotonic() - t0)
+                        n_episodes=len(rows), summary=summary, per_env=table, wall_s=time.monotonic() - t0,
+                        skipped=[s.to_dict() for s in skipped], left_out=left_out(rows))
     store.runs.finish(run_id, "done", summary={"summary": summary, "per_env": table, "n_episodes": len(rows),
-                                               "wall_s": report.wall_s})
+                                               "wall_s": report.wall_s, "skipped": report.skipped,
+                                               "left_out": report.left_out})
     return report

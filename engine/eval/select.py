@@ -1,77 +1,119 @@
 """Environment selectors: which environments an eval (or one rollout) runs on.
 
-``ID`` (a stored environment), ``split:heldout`` (every verified environment of a split), ``seed:SEED_ID`` (every
-verified environment synthesized from a seed), ``all``, or a folder: one environment folder (``public/`` +
-``private/``), one MLE-bench competition folder (``config.yaml``), or a folder holding several of either.
+Comma-separated, combinable: ``ID`` (a stored environment), ``split:heldout`` (every verified environment of a
+split), ``seed:SEED_ID`` (every verified environment synthesized from a seed), ``all`` (every verified environment
+except the real competitions), ``real`` (the real competitions evaluated or graded before), ``mlebench:DIR`` /
+``mlebench:DIR:lite`` (an MLE-bench data directory, or its MLE-bench Lite competitions: :mod:`engine.eval.mlebench`),
+or a folder: one environment folder (``public/`` + ``private/``), one MLE-bench competition folder
+(``config.yaml``), or a folder holding several of either.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..envs.layout import EnvSpec
+from ..config import load_settings
+from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
-from ..seeds.mlebench import env_from_mlebench, is_mlebench_folder
+from ..seeds.competition import env_from_mlebench
+from ..seeds.mlebench import is_mlebench_folder
+from .mlebench import Skipped, data_dir_competitions, parse_selector, quota_problem
+
+
+@dataclass
+class Selection:
+    """What a selector chose, and the competitions it had to skip (missing, not prepared, too large)."""
+
+    envs: list[EnvSpec]
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def _is_env_dir(path: Path) -> bool:
     return (path / "public").is_dir() and (path / "private" / "grade.json").is_file()
 
 
-def envs_from_folder(folder: Path, cache_root: Path) -> list[EnvSpec]:
+def envs_from_folder(folder: Path, cache_root: Path, *, metric: str | None = None, store=None) -> list[EnvSpec]:
     if _is_env_dir(folder):
         return [EnvSpec.from_dir(folder)]
     if is_mlebench_folder(folder):
-        return [env_from_mlebench(folder, cache_root)]
+        return [env_from_mlebench(folder, cache_root, metric=metric, store=store)]
     out: list[EnvSpec] = []
     for child in sorted(p for p in folder.iterdir() if p.is_dir()):
         if _is_env_dir(child):
             out.append(EnvSpec.from_dir(child))
         elif is_mlebench_folder(child):
-            out.append(env_from_mlebench(child, cache_root))
+            out.append(env_from_mlebench(child, cache_root, metric=metric, store=store))
     if not out:
         raise SandmleError(f"{folder}: holds no environment folder and no MLE-bench competition folder")
     return out
 
 
-def select_envs(store, selector: str, *, limit: int | None = None) -> list[EnvSpec]:
-    """Resolve an environment selector (see the module docstring) to environment specs, in a stable order."""
+def _stored(store, rows: list[dict[str, Any]]) -> list[EnvSpec]:
+    return [EnvSpec.from_store(store, r["id"]) for r in rows]
+
+
+def _select_part(store, part: str, cache: Path, metric: str | None) -> tuple[list[EnvSpec], list[Skipped]]:
+    data_dir = parse_selector(part)
+    if data_dir is not None:
+        return data_dir_competitions(*data_dir, load_settings().mlebench.competitions, cache, metric=metric,
+                                     store=store)
+    path = Path(part).expanduser()
+    if path.is_dir():
+        return envs_from_folder(path, cache, metric=metric, store=store), []
+    if part == "all":  # every verified environment but the real competitions
+        return _stored(store, store.envs.list(status="verified", exclude_split=REAL_SPLIT)), []
+    if part == REAL_SPLIT:
+        return _stored(store, store.envs.list(status="verified", split=REAL_SPLIT)), []
+    if part.startswith("split:"):
+        return _stored(store, store.envs.list(split=part[6:], status="verified")), []
+    if part.startswith("seed:"):
+        return _stored(store, store.envs.list(seed_id=part[5:], status="verified")), []
+    if store.envs.get(part, missing_ok=True) is None:
+        raise SandmleError(f"no environment or folder {part!r}", hint="give stored env ids, split:NAME, seed:ID, "
+                                                                     "all, real, mlebench:DIR[:lite] or a folder")
+    return [EnvSpec.from_store(store, part)], []
+
+
+def select(store, selector: str, *, limit: int | None = None, metric: str | None = None,
+           quota_mb: float | None = None) -> Selection:
+    """Resolve an environment selector (see the module docstring) to environment specs, in a stable order.
+    ``metric`` overrides the metric of real competitions; environments whose public data exceed ``quota_mb``
+    are skipped with the reason, as are competitions of a data directory that are missing or not prepared."""
     cache = Path(store.data_dir) / "envs-imported"
     specs: list[EnvSpec] = []
+    skipped: list[Skipped] = []
     seen: set[str] = set()
     for part in (p.strip() for p in selector.split(",") if p.strip()):
-        path = Path(part).expanduser()
-        if path.is_dir():
-            found = envs_from_folder(path, cache)
-        elif part == "all":
-            found = [EnvSpec.from_store(store, r["id"]) for r in store.envs.list(status="verified")]
-        elif part.startswith("split:"):
-            rows = store.envs.list(split=part[6:], status="verified")
-            found = [EnvSpec.from_store(store, r["id"]) for r in rows]
-        elif part.startswith("seed:"):
-            rows = store.envs.list(seed_id=part[5:], status="verified")
-            found = [EnvSpec.from_store(store, r["id"]) for r in rows]
-        else:
-            if store.envs.get(part, missing_ok=True) is None:
-                raise SandmleError(f"no environment or folder {part!r}",
-                                   hint="give stored env ids, split:NAME, seed:ID, all, or a folder")
-            found = [EnvSpec.from_store(store, part)]
-        if not found:
+        found, missed = _select_part(store, part, cache, metric)
+        if not found and not missed:
             raise SandmleError(f"selector {part!r} matched no verified environment")
+        skipped += missed
         for spec in found:
             if spec.id not in seen:
                 seen.add(spec.id)
                 specs.append(spec)
     if limit is not None:
         specs = specs[:limit]
+    if quota_mb is not None:
+        too_big = {e.id: quota_problem(e, quota_mb) for e in specs}
+        skipped += [Skipped(i, why) for i, why in too_big.items() if why]
+        specs = [e for e in specs if not too_big[e.id]]
     if not specs:
-        raise SandmleError("no environment selected")
-    return specs
+        detail = f" ({len(skipped)} skipped, e.g. {skipped[0].id}: {skipped[0].reason})" if skipped else ""
+        raise SandmleError(f"no environment selected{detail}")
+    return Selection(specs, skipped)
 
 
-def resolve_env(store, ref: str) -> EnvSpec:
+def select_envs(store, selector: str, *, limit: int | None = None, metric: str | None = None) -> list[EnvSpec]:
+    """:func:`select`'s environments."""
+    return select(store, selector, limit=limit, metric=metric).envs
+
+
+def resolve_env(store, ref: str, *, metric: str | None = None) -> EnvSpec:
     """One environment: a stored id, an environment folder, or an MLE-bench competition folder."""
-    specs = select_envs(store, ref)
+    specs = select_envs(store, ref, metric=metric)
     if len(specs) != 1:
         raise SandmleError(f"{ref!r} names {len(specs)} environments; give exactly one")
     return specs[0]

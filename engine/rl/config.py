@@ -54,7 +54,8 @@ class GRPOConfig(_Common):
     steps: int = _f(20, "optimizer steps (one batch of groups each)")
     envs_per_step: int = _f(4, "environments per step (the batch); each gets a group of `group_size` rollouts")
     group_size: int = _f(4, "rollouts per environment (G); advantages are normalized within the group")
-    env_split: str = _f("train", "which environments to train on (store split: train | heldout | all)")
+    env_split: str = _f("train", "which environments to train on (store split: train | heldout | all = every "
+                                 "split but the real competitions)")
     env_ids: list[str] = _f(list, "explicit environment ids (overrides env_split)")
     scaffold: str = _f("react", "scaffold the policy acts in during training")
     reward: str = _f("milestone", "reward scheme: milestone | sparse")
@@ -123,7 +124,8 @@ class SFTConfig(_Common):
     min_reward: float = _f(0.5, "keep trajectories with reward >= this")
     source_run: str | None = _f(None, "only trajectories of this run (e.g. a scripted rollout run)")
     source_policy: str | None = _f(None, "only trajectories of this policy (e.g. 'scripted')")
-    env_split: str = _f("train", "only trajectories on environments of this split (train | heldout | all)")
+    env_split: str = _f("train", "only trajectories on environments of this split (train | heldout | all = every "
+                                 "split but the real competitions)")
     max_seq_len: int = _f(4096, "longer samples are truncated")
     max_samples: int | None = _f(None, "cap the number of training trajectories")
     save_every: int = _f(50, "save a checkpoint every K optimizer steps")

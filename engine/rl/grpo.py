@@ -24,7 +24,7 @@ from store.runs import new_id
 
 from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
-from ..envs.layout import EnvSpec
+from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
 from ..sandbox import get_backend
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
@@ -52,10 +52,13 @@ def default_episode_fn() -> EpisodeFn:
 def select_envs(store, cfg: GRPOConfig) -> list[str]:
     if cfg.env_ids:
         for e in cfg.env_ids:
-            store.envs.get(e)
+            if store.envs.get(e)["split"] == REAL_SPLIT:
+                raise TrainingError(f"environment {e} is a real competition (split 'real'): evaluation only")
         return list(cfg.env_ids)
-    split = None if cfg.env_split == "all" else cfg.env_split
-    rows = store.envs.list(status="verified", split=split)
+    if cfg.env_split == "all":  # every split but the real competitions
+        rows = store.envs.list(status="verified", exclude_split=REAL_SPLIT)
+    else:
+        rows = store.envs.list(status="verified", split=cfg.env_split)
     if not rows:
         raise TrainingError(f"no verified environments in split {cfg.env_split!r}",
                             hint="synthesize some first: sandmle envs synthesize")

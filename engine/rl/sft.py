@@ -14,6 +14,7 @@ from typing import Any, Callable
 from store import sha256_file
 from store.runs import new_id
 
+from ..envs.layout import REAL_SPLIT
 from ..errors import TrainingError
 from ..models.loading import pick_dtype
 from .config import SFTConfig, config_from_dict
@@ -25,7 +26,10 @@ def select_trajectories(store, cfg: SFTConfig) -> list[dict[str, Any]]:
     rows = store.trajectories.list(run_id=cfg.source_run, policy=None, min_reward=cfg.min_reward)
     if cfg.source_policy:
         rows = [r for r in rows if r["policy"] == cfg.source_policy or r["policy"].startswith(cfg.source_policy + ":")]
-    if cfg.env_split != "all":
+    if cfg.env_split == "all":  # every trajectory but those on real competitions (evaluation only)
+        real = {e["id"] for e in store.envs.list(split=REAL_SPLIT)}
+        rows = [r for r in rows if r["env_id"] not in real]
+    else:
         allowed = {e["id"] for e in store.envs.list(split=cfg.env_split)}
         rows = [r for r in rows if r["env_id"] in allowed]
     rows = [r for r in rows if not r.get("timed_out")]

@@ -40,7 +40,7 @@ _COLUMN_KEYS = {"name": (str, True), "dtype": (str, True), "role": (str, True),
 _HINT_KEYS: dict[str, type | tuple] = {
     "class_balance": (float, int), "n_classes": int, "missing_rate": (float, int), "high_cardinality": list,
     "free_text": list, "temporal": bool, "groups": str, "label_noise": (float, int), "shift": bool,
-    "image_size": int, "sequence_length": int, "notes": str,
+    "image_size": int, "sequence_length": int, "notes": str, "id_in_test": bool,
 }
 
 

@@ -26,7 +26,11 @@ METRIC_PROSE = {
 
 def column_rows(scenario: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(column, where, description) for every column of train.csv / test.csv."""
-    rows = [(scenario["id_column"], "train, test", "Row identifier; also the first column of the submission.")]
+    if scenario.get("id_in_test") is False:
+        rows = [(scenario["id_column"], "sample_submission.csv",
+                 "Row identifier, only in the submission: test rows counted from 1 in the order of test.csv.")]
+    else:
+        rows = [(scenario["id_column"], "train, test", "Row identifier; also the first column of the submission.")]
     temporal = scenario.get("temporal")
     if temporal:
         rows.append((temporal["column"], "train, test", "Timestamp of the row (UTC); the test rows come after the training rows."))

@@ -17,6 +17,10 @@ from . import catalog
 from .blueprint import Blueprint
 
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
+#: most classes 200 training rows carry with at least 9 rows each (the seed's count is kept up to here)
+MAX_CLASSES = 200 // 9
+#: most numeric features of a tabular scenario (the seed's count is kept up to here)
+MAX_NUMERIC = 256
 
 
 def _words(text: str) -> set[str]:
@@ -95,8 +99,7 @@ def design_tabular(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[
         target_desc = d["binary"][1]
     elif bp.task_type in ("multiclass", "ordinal"):
         k = max(3, bp.n_classes)
-        n_cap = 200 // 9
-        k = min(k, n_cap)
+        k = min(k, MAX_CLASSES)
         if k > len(d["classes"][1]) or bp.n_classes > 20:
             names = sorted({f"{g}_{e}" for g in catalog.SPECIES_GENERA for e in catalog.SPECIES_EPITHETS})
             classes = [names[i] for i in sorted(rng.choice(len(names), size=k, replace=False))]
@@ -117,8 +120,8 @@ def design_tabular(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[
             target_meta.append({"name": t, "mean": round(mean, 3), "sd": round(mean * float(rng.uniform(0.15, 0.4)), 3),
                                 "scale": round(float(rng.uniform(0.5, 20)), 3), "description": regs[i % len(regs)][1]})
     n_train, n_test = _sizes(bp, rng, k)
-    n_num = int(np.clip(bp.n_numeric or 8, 4, 40))
-    n_num = int(np.clip(n_num + rng.integers(-2, 3), 4, 40))
+    n_num = int(np.clip(bp.n_numeric or 8, 4, MAX_NUMERIC))
+    n_num = int(np.clip(n_num + rng.integers(-2, 3), 4, MAX_NUMERIC))
     numeric = _numeric_features(d, n_num, anonymized, rng)
     cats = []
     n_cat = int(np.clip(bp.n_categorical, 0, len(d["categorical"])))
@@ -262,7 +265,7 @@ def design_media(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[st
                  f"({media['audio']['length'] / sr:g} s of mono audio).")
     else:
         d = _pick_domain(catalog.TIMESERIES_DOMAINS, seed, rng)
-        k = int(np.clip(bp.n_classes or 5, 3, 7))
+        k = int(np.clip(bp.n_classes or 5, 3, MAX_CLASSES))
         length = int(bp.sequence_length or 256)
         media = {"series": {"length": length, "step": 1.0, "noise": float(rng.uniform(0.5, 0.9)),
                             "walk": float(rng.uniform(0.005, 0.02)), "p_switch": float(rng.uniform(0.01, 0.04)),
@@ -309,10 +312,14 @@ def _target_phrase(targets: list[str], bp: Blueprint) -> str:
 def design(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str, Any]:
     """The procedural Designer: one scenario for the blueprint, in a domain other than the seed's."""
     if bp.modality == "tabular":
-        return design_tabular(bp, seed, rng)
-    if bp.modality == "text":
-        return design_text(bp, seed, rng)
-    return design_media(bp, seed, rng)
+        scenario = design_tabular(bp, seed, rng)
+    elif bp.modality == "text":
+        scenario = design_text(bp, seed, rng)
+    else:
+        scenario = design_media(bp, seed, rng)
+    if not (seed.get("hints") or {}).get("id_in_test", True):
+        scenario["id_in_test"] = False  # as the seed: the id only in the sample submission, in test.csv's order
+    return scenario
 
 
 def fingerprint(scenario: dict[str, Any]) -> str:

@@ -606,6 +606,9 @@ def main(argv=None):
     (train, y_tr), (test, y_te) = splits
     train[idc] = ids[:n_train]
     test[idc] = ids[n_train:]
+    hide_id = cfg.get("id_in_test") is False  # the id only in the sample submission: test rows counted from 1
+    if hide_id:
+        test[idc] = np.arange(1, n_test + 1)
     if media is not None:
         ext = ".png" if mod == "image" else ".npy"
         for part, frame, arrays in (("train", train, media[0]), ("test", test, media[1])):
@@ -660,6 +663,8 @@ def main(argv=None):
             sample[c] = round(float(pd.to_numeric(tr_t[c]).median()), 4)
         else:
             sample[c] = tr_t[targets[0]].value_counts().index[0]
+    if hide_id:
+        train, test = train.drop(columns=[idc]), test.drop(columns=[idc])
     train.to_csv(os.path.join(pub, "train.csv"), index=False)
     test.to_csv(os.path.join(pub, "test.csv"), index=False)
     sample.to_csv(os.path.join(pub, "sample_submission.csv"), index=False)

@@ -28,6 +28,7 @@ from . import prompts
 from .blueprint import Blueprint, check_blueprint
 from .designer import check_scenario, fingerprint, similarity
 from .engineer import build_config, check_output, render_program, run_generator
+from .fidelity import expected_profile
 from .grader import grade_spec, prove
 from .llm import LLMBackend, MalformedOutput, get_llm
 from .record import store_environment
@@ -232,7 +233,7 @@ class Synthesizer:
             t2 = time.perf_counter()
             verdict = verify(self.sandbox, st["env_dir"], spec, seeds=tuple(range(self.ladder_seeds)),
                              media_col=scenario.get("media_column"), limits=self.limits,
-                             meta={"run_id": self.run_id}, rng=rng)
+                             meta={"run_id": self.run_id}, rng=rng, expected=expected_profile(seed))
             st["verdict"] = verdict
             self.record(env_id, "verifier", attempt, "reference ladder, fuzzing, leakage probes",
                         verdict.report, "ok" if verdict.ok else ("retry" if verdict.send_to == "engineer"

@@ -29,8 +29,8 @@ def review(env_dir: Path, spec: GradeSpec) -> list[str]:
         problems.append(f"the description does not show the submission header {','.join(expected)}")
     if list(sample.columns) != expected:
         problems.append(f"sample_submission.csv columns {list(sample.columns)} differ from {expected}")
-    n_train = len(pd.read_csv(pub / "train.csv", usecols=[spec.id_column]))
-    n_test = len(pd.read_csv(pub / "test.csv", usecols=[spec.id_column]))
+    n_train = len(pd.read_csv(pub / "train.csv", usecols=[0]))
+    n_test = len(pd.read_csv(pub / "test.csv", usecols=[0]))
     if f"{n_train} rows" not in text:
         problems.append(f"the description does not give the training size ({n_train} rows)")
     if f"{n_test} rows" not in text:

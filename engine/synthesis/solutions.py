@@ -4,8 +4,10 @@ Every solution is a standalone script run in a workspace that holds only an envi
 ``python solution.py [SEED] [OUT]`` writes ``OUT`` (default ``submission.csv``). The code is generic — nothing
 names a column of a particular task:
 
-- the id is the column shared by ``test.csv`` and ``sample_submission.csv``;
-- the targets are the ``train.csv`` columns absent from ``test.csv``;
+- the id is the column shared by ``test.csv`` and ``sample_submission.csv`` (else the sample submission's first
+  column, whose rows then follow ``test.csv``'s order);
+- the targets are the ``train.csv`` columns absent from ``test.csv`` (named as in the sample submission when only
+  the case differs, as ``label`` and ``Label``);
 - what to predict comes from ``sample_submission.csv``: one column per class (probabilities), a probability per
   target (its sample values are fractional), a label, or a value;
 - the modality comes from the files: columns of ``.png`` / ``.npy`` paths are media, long strings are text,
@@ -35,8 +37,11 @@ rng = np.random.default_rng(SEED)
 train = pd.read_csv("train.csv")
 test = pd.read_csv("test.csv")
 sample = pd.read_csv("sample_submission.csv")
-ID = [c for c in sample.columns if c in test.columns][0]
+ID = next((c for c in sample.columns if c in test.columns), sample.columns[0])
+if ID not in test.columns:  # the id only in the sample submission (digit-recognizer): test rows in its order
+    test.insert(0, ID, sample[ID].to_numpy())
 PRED = [c for c in sample.columns if c != ID]
+train = train.rename(columns={c: p for p in PRED for c in train.columns if c != p and c.lower() == p.lower()})
 TARGETS = [c for c in train.columns if c not in test.columns]
 FEATURES = [c for c in test.columns if c != ID]
 

@@ -19,6 +19,7 @@ from ..grading.metrics import get_metric
 from ..grading.score import answers_matrix, prediction_matrix, read_frame, score_submission, validate
 from ..grading.thresholds import thresholds
 from ..sandbox import Limits
+from .fidelity import Profile, check, measure
 from .grader import better
 from .solutions import LADDER, RUNNER, render_solution
 
@@ -210,7 +211,9 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
     problems = []
     targets = [t for t in spec.target_columns if t in train.columns]
     regression = spec.task_type in ("regression", "multi_target_regression")
-    num_id = _numeric_id(train[spec.id_column])
+    # the id only in the sample submission: training rows carry none, test rows follow the answers' order
+    num_id = _numeric_id(train[spec.id_column]) if spec.id_column in train.columns else None
+    test_ids = test[spec.id_column] if spec.id_column in test.columns else answers[spec.id_column]
     worst = 0.0
     if num_id is not None and num_id.nunique() > 10:
         for t in targets:
@@ -234,7 +237,7 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
         if dup > 0.05:
             problems.append(f"{dup:.0%} of test rows duplicate a training row")
     best_rule = 0.0
-    ans = answers.set_index(spec.id_column).loc[test[spec.id_column]].reset_index()
+    ans = answers.set_index(spec.id_column).loc[test_ids].reset_index()
     for c in feats:
         col = train[c]
         if col.dtype == object or pd.api.types.is_string_dtype(col):
@@ -274,8 +277,17 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
 
 
 def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1), media_col: str | None = None,
-           limits: Limits | None = None, meta: dict | None = None, rng: np.random.Generator | None = None) -> Verdict:
+           limits: Limits | None = None, meta: dict | None = None, rng: np.random.Generator | None = None,
+           expected: Profile | None = None) -> Verdict:
+    """Accept or reject one environment; ``expected`` (the seed's profile) is checked first: an environment that
+    loses what makes its seed that task (classes, feature kind and count, id and submission format) is rejected."""
     rng = rng or np.random.default_rng(0)
+    if expected is not None:
+        measured = measure(env_dir, spec)
+        problems = check(expected, measured)
+        if problems:
+            return Verdict(False, "fidelity: " + "; ".join(problems), "",
+                           report={"fidelity": {"seed": expected.to_dict(), "env": measured.to_dict()}})
     answers = read_frame(env_dir / "private" / "answers.csv", spec.id_column)
     runs, subs, wall = run_ladder(sandbox, env_dir / "public", spec, seeds, limits=limits, meta=meta)
     report: dict[str, Any] = {"ladder_wall_s": round(wall, 3)}

@@ -51,7 +51,9 @@ def _g(value: float | None) -> str:
 @wide_option
 @pass_ctx
 def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
-    """Show one environment: card, thresholds, leaderboard and the synthesis history."""
+    """Show one environment: card, fidelity to its seed, thresholds, leaderboard and the synthesis history."""
+    from engine.synthesis.fidelity import fidelity_line, stored_fidelity
+
     store = ctx.store
     row = store.envs.get(env_id)
     board = store.envs.leaderboard(env_id)
@@ -69,6 +71,9 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
         click.echo(f"  reason: {row['reason']}")
     click.echo(f"  train {_v(row['n_train'])} / test {_v(row['n_test'])} rows · backend {_v(row['backend'])} · "
                f"rng seed {_v(row['rng_seed'])} · {_v(row['dir'])}")
+    profiles = stored_fidelity(store, env_id)
+    if profiles:
+        click.echo(f"  {fidelity_line(*profiles)}")
     if row["thresholds"]:
         click.echo("  medals: " + " · ".join(f"{k} {_g(row['thresholds'].get(k))}"
                                              for k in ("gold", "silver", "bronze", "median")))

@@ -1,4 +1,5 @@
-"""`sandmle eval`: a policy + scaffold over many environments and seeds, in parallel."""
+"""`sandmle eval`: a policy + scaffold over many environments and seeds, in parallel; `sandmle eval compare`: two
+eval runs side by side (paired difference with bootstrap intervals)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,21 @@ import click
 
 from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, wide_option
 
+#: short headers of the per-competition table (the Markdown table and the README spell them out)
+SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 
-def _fmt(v, digits=3):
-    return "-" if v is None else f"{v:.{digits}f}"
 
-
-@click.command("eval")
+@click.group("eval", invoke_without_command=True)
 @click.option("--policy", "policy_spec", default="scripted", show_default=True,
               help="Policy spec: scripted[:skill=0.7], hf:PATH[,adapter=DIR], anthropic:MODEL, openai:MODEL.")
 @click.option("--scaffold", default="react", show_default=True, type=click.Choice(["react", "aide", "oneshot"]),
               help="How the policy acts.")
-@click.option("--envs", "selector", required=True,
-              help="Env ids, split:NAME, seed:ID, all, or a folder of environments / MLE-bench competitions "
-                   "(comma-separated).")
-@click.option("--rng-seeds", "n_seeds", type=click.IntRange(min=1), default=1, show_default=True, help="Seeds per environment (0..K-1).")
+@click.option("--envs", "selector",
+              help="Env ids, split:NAME, seed:ID, all (synthetic only), real, mlebench:DIR[:lite], or a folder of "
+                   "environments / MLE-bench competitions (comma-separated). Required unless a subcommand is given.")
+@click.option("--metric", help="Metric for real competitions whose grader name is not recognised (overrides it).")
+@click.option("--rng-seeds", "n_seeds", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Seeds per environment (0..K-1); the aggregate is mean ± SEM over them.")
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate on the first N selected environments only.")
 @click.option("--max-turns", type=click.IntRange(min=1),
               help="Turn budget per episode. Default per scaffold (react 15, aide 5).")
@@ -27,38 +29,99 @@ def _fmt(v, digits=3):
               help="Episodes at once (default: [executor] workers of the settings).")
 @click.option("--executor", type=click.Choice(["thread", "process"]), default="thread", show_default=True,
               help="Run episodes in threads (one policy in memory) or spawned processes.")
-@click.option("--step-timeout", type=POSITIVE_S, default=300, show_default=True, help="Seconds per code step.")
+@click.option("--step-timeout", type=POSITIVE_S, help="Seconds per code step (default: [sandbox] timeout_s).")
 @click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--name", help="A name for the eval run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="Print the report as Markdown tables.")
 @wide_option
 @pass_ctx
-def eval_(ctx: Context, policy_spec: str, scaffold: str, selector: str, n_seeds: int, limit: int | None,
-          max_turns: int | None, workers: int | None, executor: str, step_timeout: float, episode_timeout: float,
-          name: str | None, as_json: bool, wide: bool) -> None:
-    """Evaluate a policy: medal / valid / above-median rates and HumanRank as mean ± SEM over seeds, plus a
-    per-environment table. Results go into the store as an eval run."""
+@click.pass_context
+def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: str, selector: str | None,
+          metric: str | None, n_seeds: int, limit: int | None, max_turns: int | None, workers: int | None,
+          executor: str, step_timeout: float | None, episode_timeout: float, name: str | None, as_json: bool,
+          as_markdown: bool, wide: bool) -> None:
+    """Evaluate a policy: per competition, MLE-bench's report (valid, above median, bronze / silver / gold, any
+    medal, score) plus HumanRank; overall, each rate as mean ± SEM over seeds. Results go into the store as an
+    eval run. Competitions without a leaderboard have medals and HumanRank n/a (left out of the aggregate)."""
+    if click_ctx.invoked_subcommand is not None:
+        return
+    if not selector:
+        raise click.UsageError("Missing option '--envs'.")
     from engine.config import load_settings
     from engine.eval.run import run_eval
-    from engine.eval.select import select_envs
+    from engine.eval.select import select
 
-    envs = select_envs(ctx.store, selector, limit=limit)
-    workers = workers or load_settings().executor.workers
-    bar = progress(len(envs) * n_seeds, f"eval {scaffold}")
+    settings = load_settings()
+    chosen = select(ctx.store, selector, limit=limit, metric=metric, quota_mb=settings.sandbox.max_disk_mb)
+    if chosen.skipped:
+        click.echo(f"skipping {len(chosen.skipped)} competition(s) (missing, not prepared or too large; listed in "
+                   "the report)", err=True)
+    workers = workers or settings.executor.workers
+    bar = progress(len(chosen.envs) * n_seeds, f"eval {scaffold}")
     with bar:
-        report = run_eval(ctx.store, policy_spec, envs, scaffold=scaffold, rng_seeds=list(range(n_seeds)),
+        report = run_eval(ctx.store, policy_spec, chosen.envs, scaffold=scaffold, rng_seeds=list(range(n_seeds)),
                           max_turns=max_turns, step_timeout_s=step_timeout, episode_timeout_s=episode_timeout,
-                          workers=workers, executor=executor, name=name,
+                          workers=workers, executor=executor, name=name, skipped=chosen.skipped,
                           progress=lambda done, total: bar.update(done - bar.pos))
     if as_json:
         emit_json(report.to_dict())
-        return
-    s = report.summary
-    click.echo(f"eval run {report.run_id}: {report.policy} · {report.scaffold} · {report.n_envs} envs × "
+    elif as_markdown:
+        from engine.eval.report import markdown
+
+        click.echo(markdown(report.summary, report.per_env, skipped=report.skipped, excluded=report.left_out), nl=False)
+    else:
+        _print_report(report, wide)
+
+
+def _print_report(report, wide: bool) -> None:
+    from engine.eval.report import competition, fmt, table_headers, table_rows
+
+    click.echo(f"eval run {report.run_id}: {report.policy} · {report.scaffold} · {report.n_envs} competitions × "
                f"{len(report.rng_seeds)} seeds · {report.wall_s:.0f}s")
-    table([(k, _fmt(v["mean"]), _fmt(v["sem"])) for k, v in s.items()], ["rate", "mean", "± sem"], wide=wide)
+    headers = [SHORT.get(h, h) for h in table_headers()]
+    table(table_rows(report.per_env), headers, wide=wide, keep=tuple(range(len(headers))))  # numbers are never cut
     click.echo("")
-    table([(r["env_id"], r["episodes"], _fmt(r["valid"], 2), _fmt(r["any_medal"], 2), r["gold"], r["silver"],
-            r["bronze"], _fmt(r["mean_score"], 4), _fmt(r["human_rank"], 2), _fmt(r["reward"], 2))
-           for r in report.per_env],
-          ["env", "n", "valid", "medal", "gold", "silver", "bronze", "score", "HR", "reward"], wide=wide, keep=())
+    table([(k, fmt(v["mean"]), fmt(v["sem"])) for k, v in report.summary.items()], ["rate", "mean", "± sem"],
+          wide=wide)
+    if report.left_out.get("episodes"):
+        names = ", ".join(map(competition, report.left_out["envs"]))
+        click.echo(f"\nmedals and HumanRank: n/a on {len(report.left_out['envs'])} competition(s) without a "
+                   f"leaderboard ({names}): {report.left_out['episodes']} episode(s) left out of those rates")
+    if report.skipped:
+        click.echo(f"\nskipped {len(report.skipped)} competition(s) (not run, not counted):")
+        for s in report.skipped:
+            click.echo(f"  {s['id']}: {s['reason']}")
+
+
+@eval_.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--rate", default="any_medal", show_default=True,
+              type=click.Choice(["any_medal", "gold", "silver", "bronze", "above_median", "valid", "human_rank",
+                                 "reward"]), help="The rate to compare.")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(min=100), default=2000, show_default=True,
+              help="Bootstrap resamples for the 95% intervals.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@wide_option
+@pass_ctx
+def compare(ctx: Context, run_a: str, run_b: str, rate: str, n_boot: int, as_json: bool, wide: bool) -> None:
+    """Compare two eval runs: per competition and overall, the paired difference B − A of one rate (episodes pair
+    up by environment and RNG seed) with a bootstrap 95% interval. E.g. RUN_A = SFT, RUN_B = SFT+GRPO."""
+    from engine.eval.compare import compare as compare_runs
+    from engine.eval.report import competition
+
+    cmp = compare_runs(ctx.store, run_a, run_b, rate, n_boot=n_boot)
+    if as_json:
+        emit_json(cmp.to_dict())
+        return
+    click.echo(f"{rate}: {run_b} (B) − {run_a} (A), paired by environment and seed; 95% bootstrap intervals")
+    table([(competition(e.env_id), e.n_pairs, f"{e.a:.3f}", f"{e.b:.3f}", f"{e.diff:+.3f}",
+            f"[{e.interval.low:+.2f}, {e.interval.high:+.2f}]") for e in cmp.per_env],
+          ["competition", "pairs", "A", "B", "B − A", "95% interval"], wide=wide)
+    click.echo(f"\noverall ({len(cmp.per_env)} competitions, {cmp.n_pairs} pairs): B − A = {cmp.diff:+.3f} "
+               f"[{cmp.interval.low:+.3f}, {cmp.interval.high:+.3f}]")
+    if cmp.only_a or cmp.only_b:
+        click.echo(f"not compared (in one run only): {', '.join(cmp.only_a + cmp.only_b)}")
+    if cmp.not_applicable:
+        click.echo(f"left out: {cmp.not_applicable} pair(s) where {rate} is n/a (no leaderboard)")

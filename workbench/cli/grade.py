@@ -10,15 +10,16 @@ from .common import Context, emit_json, pass_ctx
 @click.command()
 @click.argument("env")
 @click.argument("submission", type=click.Path(path_type=str))
+@click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised (overrides it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the grade report as JSON.")
 @pass_ctx
-def grade(ctx: Context, env: str, submission: str, as_json: bool) -> None:
+def grade(ctx: Context, env: str, submission: str, metric: str | None, as_json: bool) -> None:
     """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench
     competition folder. Exits 0 for a valid submission, 3 for an invalid one."""
     from engine.eval.select import resolve_env
     from engine.grading import grade as grade_fn
 
-    spec = resolve_env(ctx.store, env)
+    spec = resolve_env(ctx.store, env, metric=metric)
     report = grade_fn(spec, submission)
     if as_json:
         emit_json(report.to_dict())
@@ -39,5 +40,5 @@ def format_report(report) -> str:
         lines.append(f"  thresholds gold {report.gold_threshold:.6g} · silver {report.silver_threshold:.6g} · "
                      f"bronze {report.bronze_threshold:.6g} · median {report.median_threshold:.6g}")
     else:
-        lines.append("  no leaderboard: no medals")
+        lines.append("  no leaderboard: medals and HumanRank n/a")
     return "\n".join(lines)

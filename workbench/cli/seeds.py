@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import click
 
 from .common import Context, emit_json, pass_ctx, table, wide_option
@@ -30,6 +32,10 @@ def list_(ctx: Context, as_json: bool, modality: str | None, only_enabled: bool,
           ["id", "modality", "task", "metric", "on", "tags", "envs"], wide=wide)
 
 
+#: seed column dtypes → the feature kinds `seeds show` counts
+KINDS = {"int": "numeric", "float": "numeric", "category": "categorical", "bool": "categorical", "path": "media"}
+
+
 @seeds.command("show")
 @click.argument("seed_id")
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
@@ -44,7 +50,14 @@ def show(ctx: Context, seed_id: str, as_json: bool, wide: bool) -> None:
     direction = "minimize" if seed["lower_is_better"] else "maximize"
     click.echo(f"{seed['id']}: {seed['title']}")
     click.echo(f"  modality {seed['modality']} · task {seed['task_type']} · metric {seed['metric']} ({direction})")
-    click.echo(f"  id column {seed['id_column']} · targets {', '.join(seed['target_columns'])}")
+    click.echo(f"  id column {seed['id_column']} · targets {', '.join(seed['target_columns'])}"
+               + ("" if seed["hints"].get("id_in_test", True) else " · id only in sample_submission.csv"))
+    classes = next((c.get("values") for c in seed["columns"] if c["role"] == "target" and c.get("values")), None)
+    n_classes = seed["hints"].get("n_classes") or (len(classes) if classes else None)
+    shown = f" ({', '.join(map(str, classes[:8]))}{', …' if len(classes) > 8 else ''})" if classes else ""
+    kinds = Counter(KINDS.get(c["dtype"], c["dtype"]) for c in seed["columns"] if c["role"] in ("feature", "media"))
+    click.echo(f"  {f'classes {n_classes}{shown} · ' if n_classes else ''}features "
+               + (", ".join(f"{n} {k}" for k, n in kinds.most_common()) or "none"))
     click.echo(f"  original size train {seed['train_size']:,} / test {seed['test_size']:,}")
     if seed["origin"]:
         click.echo(f"  origin {seed['origin']}")

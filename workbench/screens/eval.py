@@ -74,7 +74,7 @@ def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
     """(overall, per env). Overall is the engine's own figure (each rate averaged over environments per seed, then
     mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes. An invalid
     submission has HumanRank 0 (it ranks below every entry), as in the engine."""
-    from engine.eval.run import aggregate
+    from engine.eval.report import aggregate
 
     def pair(stat: dict) -> tuple[float | None, float | None]:
         m, s = stat["mean"], stat["sem"]

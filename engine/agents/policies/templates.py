@@ -94,7 +94,7 @@ modality = "text" if text else "tabular"
 for c in media:
     first = str(test[c].iloc[0])
     modality = "image" if first.endswith(".png") else "audio" if first.endswith(".wav") else "timeseries"
-task = "proba" if pred != targets else ("value" if pd.api.types.is_float_dtype(train[targets[0]]) else "label")
+task = "proba" if [p.lower() for p in pred] != [t.lower() for t in targets] else ("value" if pd.api.types.is_float_dtype(train[targets[0]]) else "label")
 print("SUMMARY " + json.dumps({"rows": len(train), "test_rows": len(test), "id": idc, "targets": targets,
       "predict": pred, "task": task, "modality": modality, "features": len(feats), "text": text, "media": media,
       "missing": round(float(train[feats].isna().mean().mean()) if feats else 0.0, 3)}))

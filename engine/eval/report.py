@@ -1,0 +1,128 @@
+"""Eval reports: the rates of one episode, their aggregate (mean ± SEM over RNG seeds), the per-competition table
+(MLE-bench's report columns plus HumanRank) and its Markdown form.
+
+A competition without a leaderboard has no medal thresholds and no HumanRank: those rates are *n/a* there (None),
+not 0. They are left out of the aggregates, which say how many episodes were left out; validity, score and
+reward still count.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: the rates reported, each a mean over environments per seed, then mean ± SEM over seeds
+RATES = ("any_medal", "gold", "silver", "bronze", "valid", "above_median", "human_rank", "reward")
+#: rates that need a leaderboard (medal thresholds, HumanRank)
+BOARD_RATES = ("any_medal", "gold", "silver", "bronze", "above_median", "human_rank")
+
+
+def mean_sem(values: list[float]) -> tuple[float, float]:
+    """Mean and standard error of the mean (0 with a single value)."""
+    if not values:
+        return float("nan"), float("nan")
+    m = sum(values) / len(values)
+    if len(values) < 2:
+        return m, 0.0
+    var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
+    return m, math.sqrt(var / len(values))
+
+
+def has_board(row: dict[str, Any]) -> bool:
+    return bool(row.get("has_leaderboard", True))
+
+
+def rates_of(row: dict[str, Any]) -> dict[str, float | None]:
+    """Every rate of one episode (an ``eval_results`` row); None where it is n/a (no leaderboard)."""
+    valid = bool(row["valid"])
+    out: dict[str, float | None] = {"valid": float(valid), "reward": float(row.get("reward") or 0.0)}
+    if not has_board(row):
+        return {**out, **{rate: None for rate in BOARD_RATES}}
+    medal = bool(row["gold"] or row["silver"] or row["bronze"])
+    # an invalid submission ranks below every entry: HumanRank 0
+    hr = float(row["human_rank"]) if valid and row.get("human_rank") is not None else 0.0
+    return {**out, "any_medal": float(medal), "gold": float(bool(row["gold"])), "silver": float(bool(row["silver"])),
+            "bronze": float(bool(row["bronze"])), "above_median": float(bool(row["above_median"])), "human_rank": hr}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _stat(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "sem": None}
+    m, s = mean_sem(values)
+    return {"mean": m, "sem": s}
+
+
+def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | None]], list[dict[str, Any]]]:
+    """(summary: each rate as mean ± SEM over seeds — ``None`` when n/a everywhere —, per-competition table)."""
+    by_seed: dict[Any, list[dict[str, float | None]]] = {}
+    by_env: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_seed.setdefault(r.get("rng_seed"), []).append(rates_of(r))
+        by_env.setdefault(r["env_id"], []).append(r)
+    summary = {}
+    for rate in RATES:
+        per_seed = [_mean([v[rate] for v in vals if v[rate] is not None]) for vals in by_seed.values()]
+        summary[rate] = _stat([m for m in per_seed if m is not None])
+    table = []
+    for env_id, env_rows in sorted(by_env.items()):
+        vals = [rates_of(r) for r in env_rows]
+        seed_scores: dict[Any, list[float]] = {}
+        for r in env_rows:
+            if r.get("score") is not None:
+                seed_scores.setdefault(r.get("rng_seed"), []).append(float(r["score"]))
+        score = _stat([sum(v) / len(v) for v in seed_scores.values()])
+        table.append({"env_id": env_id, "episodes": len(env_rows), "leaderboard": has_board(env_rows[0]),
+                      **{rate: _mean([v[rate] for v in vals if v[rate] is not None]) for rate in RATES},
+                      "mean_score": score["mean"], "score_sem": score["sem"]})
+    return summary, table
+
+
+def left_out(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Episodes whose medals and HumanRank are n/a (no leaderboard), and their competitions."""
+    envs = sorted({r["env_id"] for r in rows if not has_board(r)})
+    return {"episodes": sum(1 for r in rows if not has_board(r)), "envs": envs}
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+#: the per-competition columns: (header, key, digits), MLE-bench's report fields first
+COLUMNS = (("valid", "valid", 2), ("above median", "above_median", 2), ("bronze", "bronze", 2),
+           ("silver", "silver", 2), ("gold", "gold", 2), ("any medal", "any_medal", 2), ("score", "mean_score", 4),
+           ("HumanRank", "human_rank", 3))
+
+
+def competition(env_id: str) -> str:
+    """The competition id of an environment (real competitions are stored as ``mlebench-<id>``)."""
+    return env_id.removeprefix("mlebench-")
+
+
+def table_rows(per_env: list[dict[str, Any]]) -> list[tuple]:
+    """The per-competition table as text cells (n/a where a competition has no leaderboard)."""
+    return [(competition(r["env_id"]), r["episodes"], *(fmt(r[key], digits) for _, key, digits in COLUMNS))
+            for r in per_env]
+
+
+def table_headers() -> list[str]:
+    return ["competition", "n", *(h for h, _, _ in COLUMNS)]
+
+
+def markdown(summary: dict[str, dict[str, float | None]], per_env: list[dict[str, Any]], *,
+             skipped: list[dict[str, str]] = (), excluded: dict[str, Any] | None = None) -> str:
+    """The report as Markdown: the per-competition table, the aggregate (mean ± SEM over seeds), what was left out."""
+    head = table_headers()
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in table_rows(per_env)]
+    lines += ["", "| rate | mean | ± SEM |", "|---|---|---|"]
+    lines += [f"| {rate} | {fmt(s['mean'])} | {fmt(s['sem'])} |" for rate, s in summary.items()]
+    if excluded and excluded["episodes"]:
+        lines += ["", f"Medals and HumanRank leave out {excluded['episodes']} episode(s) on competitions without a "
+                      f"leaderboard: {', '.join(map(competition, excluded['envs']))}."]
+    if skipped:
+        lines += ["", f"Skipped ({len(skipped)}): " + "; ".join(f"{s['id']} ({s['reason']})" for s in skipped) + "."]
+    return "\n".join(lines) + "\n"

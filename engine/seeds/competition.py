@@ -1,0 +1,89 @@
+"""A real competition as an environment: an MLE-bench competition folder graded like any environment.
+
+The environment lives under ``<data dir>/envs-imported/mlebench-<id>/``: ``public/`` holds the files of
+``prepared/public`` (hard links) plus ``description.md``, ``private/`` the answers and the grading spec. It belongs
+to the split ``real`` (evaluation only: never selected by training or by ``all``). Its metric is the grader's, or
+an explicit ``--metric``, or the one a ``seeds import --metric`` recorded for the folder; its known classes are
+the training labels plus the answers' (a submitted label outside them is invalid).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from ..envs.layout import REAL_SPLIT, EnvSpec, GradeSpec
+from ..errors import SandmleError
+from ..grading.metrics import get_metric
+from .mlebench import csv_head, distinct_values, find_prepared, load_mlebench_folder, read_yaml
+
+
+def _stored_metric(store, comp_id: str, folder: Path) -> str | None:
+    """The metric a ``seeds import --metric`` recorded for this competition folder."""
+    row = store.seeds.get(comp_id, missing_ok=True) if store is not None else None
+    if row and row.get("source_format") == "mlebench" and row.get("source_path") == str(folder):
+        return row["metric"]
+    return None
+
+
+def _answers_file(private: Path, configured: str) -> Path:
+    answers = private / Path(configured).name
+    if answers.is_file():
+        return answers
+    candidates = sorted(private.glob("*.csv"))
+    if len(candidates) != 1:
+        raise SandmleError(f"{private}: cannot find the answers file {answers.name}")
+    return candidates[0]
+
+
+def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str | None = None, store=None,
+                      meta: Path | None = None) -> EnvSpec:
+    """One competition folder as a gradable environment (see the module docstring). ``metric`` overrides the
+    grader; without it, the metric a previous ``seeds import --metric`` stored for the folder applies."""
+    folder = Path(folder).resolve()
+    meta = Path(meta).resolve() if meta is not None else folder
+    cfg = read_yaml(meta / "config.yaml")
+    stored = _stored_metric(store, str(cfg.get("id")), folder)
+    seed = load_mlebench_folder(folder, metric, stored_metric=stored, meta=meta)
+    public, private = find_prepared(folder)
+    if public is None or private is None:
+        raise SandmleError(f"{folder}: not prepared (needs prepared/public and prepared/private)",
+                           hint=f"run `mlebench prepare -c {seed.id}`")
+    answers = _answers_file(private, str((cfg.get("dataset") or {}).get("answers", "test.csv")))
+    header, _ = csv_head(public / "sample_submission.csv", 1)
+    predictions = header[1:]
+    target = next((c for c in seed.columns if c["role"] == "target"), {})
+    classes = target.get("values")
+    if classes and get_metric(seed.metric).prediction == "label":
+        # a label is valid when the training data or the answers hold it; anything else is invalid
+        answer_columns = csv_head(answers, 0)[0]
+        found = {v for c in predictions if c in answer_columns for v in distinct_values(answers, c) or []}
+        classes = list(classes) + sorted(found - set(classes))
+    spec = GradeSpec(metric=seed.metric, lower_is_better=seed.lower_is_better, id_column=seed.id_column,
+                     target_columns=list(seed.target_columns), prediction_columns=predictions, classes=classes,
+                     task_type=seed.task_type)
+    env_id = f"mlebench-{seed.id}"
+    dest = Path(cache_root) / env_id
+    if dest.exists():
+        shutil.rmtree(dest)
+    (dest / "private").mkdir(parents=True)
+    # real files (hard links where the file system allows): a sandbox copies public/ without following links
+    shutil.copytree(public, dest / "public", copy_function=_link_or_copy)
+    if not (dest / "public" / "description.md").exists():
+        (dest / "public" / "description.md").write_text(seed.description, encoding="utf-8")
+    shutil.copyfile(answers, dest / "private" / "answers.csv")
+    (dest / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2))
+    (dest / "env.json").write_text(json.dumps({
+        "id": env_id, "title": seed.title, "modality": seed.modality, "seed_id": None, "split": REAL_SPLIT,
+        "leaderboard": [{"name": f"kaggle-{i}", "score": s} for i, s in enumerate(seed.leaderboard or [])],
+        "source": str(folder)}, indent=2))
+    return EnvSpec.from_dir(dest)
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
