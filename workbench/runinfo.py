@@ -23,5 +23,10 @@ def run_cost(store, run: dict[str, Any]) -> float:
 
 
 def split_size(store, split: str) -> int:
-    """How many verified environments a training launch on ``split`` (train, heldout or all) would use."""
-    return store.envs.count(status="verified", split=None if split == "all" else split)
+    """How many verified environments a training launch on ``split`` (train, heldout or all) would use: ``all`` is
+    every split but the real competitions, which training never selects."""
+    from engine.envs.layout import REAL_SPLIT
+
+    if split == "all":
+        return store.envs.count(status="verified", exclude_split=REAL_SPLIT)
+    return store.envs.count(status="verified", split=split)
