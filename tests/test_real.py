@@ -233,6 +233,34 @@ def test_eval_on_mlebench_lite_reports_per_competition_and_lists_skipped(run_cli
     assert len(rep["skipped"]) == 20 and rep["n_episodes"] == 2
 
 
+def test_metadata_from_mlebench_s_registry_folder(home, store, tmp_path):
+    """MLE-bench's data directory holds only prepared/ data; config, description and leaderboard come from its
+    mlebench/competitions folder ([mlebench] competitions)."""
+    import shutil
+
+    from engine.eval.select import select
+
+    data = realdata.lite_data_dir(tmp_path / "data")
+    registry = tmp_path / "mle-bench" / "mlebench" / "competitions"
+    for comp in ("leaf-classification", "tabular-playground-series-may-2022"):
+        (registry / comp).mkdir(parents=True)
+        for name in ("config.yaml", "description.md", "leaderboard.csv"):
+            shutil.move(data / comp / name, registry / comp / name)
+    shutil.rmtree(registry / "tabular-playground-series-may-2022")  # a competition the registry lacks
+    from engine.errors import SandmleError
+
+    with pytest.raises(SandmleError, match=r"no environment selected \(22 skipped"):  # no registry configured yet
+        select(store, f"mlebench:{data}:lite")
+    (home / "config.toml").write_text(f'[mlebench]\ncompetitions = "{registry}"\n')
+    chosen = select(store, f"mlebench:{data}:lite")
+    assert [e.id for e in chosen.envs] == ["mlebench-leaf-classification"]
+    leaf = chosen.envs[0]
+    assert leaf.grade.metric == "log_loss" and len(leaf.leaderboard) == 40 and leaf.split == "real"
+    reasons = {s.id: s.reason for s in chosen.skipped}
+    assert reasons["tabular-playground-series-may-2022"].startswith("no config.yaml (set [mlebench] competitions")
+    assert len(reasons) == 21
+
+
 def test_a_competition_larger_than_the_workspace_quota_says_so_before_the_episode(run_cli, home, tmp_path):
     folder = realdata.wine(tmp_path)
     (folder / "prepared" / "public" / "images.bin").write_bytes(b"\0" * 20_000_000)
