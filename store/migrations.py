@@ -304,6 +304,14 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "eval results know whether their competition has a leaderboard (medals and HumanRank are n/a without one)",
         ["ALTER TABLE eval_results ADD COLUMN has_leaderboard INTEGER NOT NULL DEFAULT 1"],
     ),
+    (
+        4,
+        "turns: the policy version and finish reason of each sampled assistant turn",
+        [
+            "ALTER TABLE turns ADD COLUMN policy_version INTEGER",  # weights that sampled it (GRPO updates behind)
+            "ALTER TABLE turns ADD COLUMN finish_reason TEXT",      # stop | length
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

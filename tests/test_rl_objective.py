@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from engine.rl.objective import build_sequence, collate, group_advantages, grpo_loss, token_logprobs
+from engine.rl.objective import build_sequence, collate, group_advantages, grpo_loss, tis_weights
 
 
 def test_group_advantages_normalize_within_each_group():
@@ -59,8 +59,6 @@ def test_build_sequence_masks_observations():
     assert s.env_mask == [1, 1, 0, 0, 0, 1]
     assert s.old_logprobs[:2] == [-0.1, -0.2] and s.old_logprobs[-1] == -0.3
     assert s.model_tokens == 3
-    cut = build_sequence(turns, max_len=6)
-    assert cut.completion_ids == [10, 11, 20] and cut.env_mask == [1, 1, 0]
 
 
 def test_build_sequence_refuses_text_only_turns():
@@ -135,13 +133,25 @@ def test_kl_is_zero_at_the_reference_and_positive_away_from_it():
     assert loss.item() == pytest.approx(0.1 * k3, rel=1e-5)
 
 
-def test_token_logprobs_matches_log_softmax():
-    torch.manual_seed(1)
-    logits = torch.randn(1, 3, 5)
-    ids = torch.tensor([[0, 4, 2]])
-    lp = token_logprobs(logits, ids)
-    ref = logits.log_softmax(-1)
-    assert lp[0, 0].item() == pytest.approx(ref[0, 0, 4].item())
-    assert lp[0, 1].item() == pytest.approx(ref[0, 1, 2].item())
-    hot = token_logprobs(logits, ids, temperature=2.0)
-    assert hot[0, 0].item() == pytest.approx((logits / 2).log_softmax(-1)[0, 0, 4].item())
+def test_truncated_importance_weights_and_the_measured_mismatch():
+    trainer = torch.tensor([[-1.0, -2.0, -0.5, -3.0, -1.0]])
+    sampler = torch.tensor([[-1.0, -2.5, -2.0, math.nan, -9.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 1.0, 0.0]])  # the last position is an observation
+    mm = tis_weights(trainer, sampler, mask, cap=2.0)
+    # ρ = π_trainer / π_sampler: 1, e^0.5, e^1.5 → capped at 2; unknown sampler log-prob and masked tokens: 1
+    assert mm.weights.tolist()[0] == pytest.approx([1.0, math.exp(0.5), 2.0, 1.0, 1.0])
+    assert mm.tokens == 3 and mm.capped == 1
+    assert mm.abs_diff == pytest.approx(0.0 + 0.5 + 1.5)
+    k3 = lambda d: math.exp(d) - 1 - d  # noqa: E731 - KL(sampler ‖ trainer) estimated from sampler draws
+    assert mm.kl == pytest.approx(k3(0.0) + k3(0.5) + k3(1.5))
+    off = tis_weights(trainer, sampler, mask, cap=0.0)
+    assert torch.equal(off.weights, torch.ones_like(trainer)) and off.abs_diff == mm.abs_diff and off.capped == 0
+
+
+def test_importance_weights_scale_each_tokens_gradient():
+    new = torch.zeros(1, 2, requires_grad=True)
+    mask = torch.ones(1, 2)
+    loss, _ = grpo_loss(new, torch.zeros(1, 2), torch.tensor([1.0]), mask, is_weights=torch.tensor([[0.5, 2.0]]))
+    loss.backward()
+    # on-policy ratio 1: d/dnew of -w·A·ρ / n = -w·A / 2
+    assert new.grad[0].tolist() == pytest.approx([-0.25, -1.0])

@@ -133,3 +133,84 @@ def test_checkpoint_round_trip_with_a_trained_norm(tiny_dir, tmp_path, store):
             assert torch.equal(p, trained[n]), n
     state = load_state(ck["path"])
     assert state["step"] == 2 and state["extra"]["curriculum"] == {"x": 1} and "optimizer" in state
+
+
+def test_chunked_logprobs_equal_the_full_log_softmax_and_keep_no_vocabulary_sized_tensor(tiny_dir):
+    from engine.rl.objective import sequence_logprobs
+
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    ids = torch.tensor([seq.input_ids] * 2)
+    att = torch.ones_like(ids)
+    params = [p for p in model.parameters() if p.requires_grad]
+    weights = {p.data_ptr() for p in model.parameters()}
+
+    def run(fn):
+        saved: list[int] = []
+
+        def pack(t):
+            if t.data_ptr() not in weights:
+                saved.append(t.numel())
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            lp = fn()
+        grads = torch.autograd.grad(lp.sum(), params)
+        return lp.detach(), grads, max(saved)
+
+    def naive():
+        logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float() / 0.7
+        return logits.log_softmax(-1).gather(2, ids[:, 1:, None]).squeeze(-1)
+
+    chunk = 16
+    B, T, V = ids.shape[0], ids.shape[1], model.config.vocab_size
+    assert T - 1 > 2 * chunk
+    ref, ref_grads, ref_saved = run(naive)
+    lp, grads, most = run(lambda: sequence_logprobs(model, ids, att, temperature=0.7, chunk=chunk))
+    assert lp.shape == (B, T - 1) and torch.allclose(lp, ref, atol=1e-5)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(grads, ref_grads))
+    assert ref_saved >= B * (T - 1) * V  # the naive path keeps the whole [B, T-1, V] log-softmax for backward
+    assert most < B * chunk * V  # the chunked path keeps not even one chunk's logits
+
+
+def test_gradient_checkpointing_gives_the_same_gradients(tiny_dir):
+    from engine.rl.objective import sequence_logprobs
+
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu",
+                                      gradient_checkpointing=True)
+    assert model.get_base_model().is_gradient_checkpointing
+    seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
+    ids = torch.tensor([seq.input_ids])
+    params = [p for p in model.parameters() if p.requires_grad]
+    model.train()
+    with_ckpt = torch.autograd.grad(sequence_logprobs(model, ids, torch.ones_like(ids)).sum(), params)
+    model.get_base_model().gradient_checkpointing_disable()
+    without = torch.autograd.grad(sequence_logprobs(model, ids, torch.ones_like(ids)).sum(), params)
+    assert any(g.abs().sum() > 0 for g in without)
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(with_ckpt, without))
+
+
+@pytest.mark.parametrize("gap,capped", [(0.3, 0.0), (1.0, 1.0)])
+def test_the_update_measures_the_sampler_mismatch_and_caps_the_importance_weights(tiny_dir, gap, capped):
+    """Sampler log-probs that sit ``gap`` below the trainer's on every token: mean |Δ log p| = gap, the k3 KL
+    estimate exp(gap) − 1 − gap, and weights exp(gap) capped at 2."""
+    from engine.rl.objective import sequence_logprobs
+
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    turns = _turns(tok, "model = LogisticRegression()\n")
+    seq = build_sequence(turns)
+    ids = torch.tensor([seq.input_ids])
+    with torch.no_grad():
+        lp = sequence_logprobs(model, ids, torch.ones_like(ids))[0].tolist()
+    pos = len(seq.prompt_ids) - 1
+    for t in turns:  # give each assistant turn the sampler's log-probs: the trainer's minus gap
+        n = len(t["token_ids"])
+        if t["role"] == "assistant":
+            t["logprobs"] = [x - gap for x in lp[pos:pos + n]]
+        if t["role"] not in ("system", "user"):
+            pos += n
+    st = grpo_update(model, make_optimizer(model, lr=1e-3), [build_sequence(turns)], [1.0], [1.0], tis_cap=2.0)
+    assert st.sampler_tokens == seq.model_tokens
+    assert st.sampler_logp_diff == pytest.approx(gap, abs=1e-4)
+    assert st.sampler_kl == pytest.approx(math.exp(gap) - 1 - gap, abs=1e-4)
+    assert st.tis_capped == capped

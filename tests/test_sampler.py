@@ -19,8 +19,8 @@ def tiny(tmp_path_factory):
     from engine.models.loading import from_pretrained
     from engine.models.tiny import build_tiny_model
 
-    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64, layers=2, heads=2, kv_heads=1,
-                            vocab_size=600)
+    path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64,
+                            layers=2, heads=2, kv_heads=1, vocab_size=600)
     return from_pretrained(path, device="cpu")
 
 
@@ -163,3 +163,47 @@ def test_bad_requests_are_refused_in_one_line():
         SampleRequest((), 4)
     with pytest.raises(SamplerError, match="max_new_tokens"):
         SampleRequest((1, 2), 0)
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_a_conversations_next_turn_prefills_only_its_new_tokens(tiny, temperature):
+    model, tok = tiny
+    prompts = [tuple(p) for p in _prompts(tok)[:3]]
+    cached = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=100)
+    plain = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=100, prefix_cache_tokens=0)
+    try:
+        first = [SampleRequest(p, 6 + i, temperature, seed=i) for i, p in enumerate(prompts)]
+        done = cached.generate(first)
+        assert [s.token_ids for s in done] == [s.token_ids for s in plain.generate(first)]
+        # the next turn: each conversation + an observation of its own length; plus a conversation never seen
+        obs = [tok(f"<|tool|>\n{'ok ' * (3 * i + 1)}<|end|><|assistant|>\n", add_special_tokens=False)["input_ids"]
+               for i in range(3)]
+        nxt = [SampleRequest(p + tuple(s.token_ids) + tuple(o), 7, temperature, seed=10 + i)
+               for i, (p, s, o) in enumerate(zip(prompts, done, obs))]
+        nxt.append(SampleRequest(tuple(_prompts(tok)[4]), 7, temperature, seed=99))
+        before = cached.stats.snapshot()
+        again, ref = cached.generate(nxt), plain.generate(nxt)
+        for a, b in zip(again, ref):
+            assert a.token_ids == b.token_ids
+            assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+        reused = sum(len(p) + len(s.token_ids) - 1 for p, s in zip(prompts, done))
+        assert cached.stats.cached_tokens - before.cached_tokens == reused and plain.stats.cached_tokens == 0
+        assert cached.stats.prefill_tokens - before.prefill_tokens == sum(len(r.prompt_ids) for r in nxt) - reused
+        cached.publish(model, 1)  # new weights: the cached KV is stale
+        assert not cached.prefix.entries
+    finally:
+        cached.close()
+        plain.close()
+
+
+def test_the_prefix_cache_keeps_to_its_token_budget():
+    from engine.inference.hf import PrefixCache
+
+    cache = PrefixCache(10)
+    cache.put((1, 2, 3), ["a"])
+    cache.put((4, 5, 6, 7), ["b"])
+    cache.put((8, 9, 10, 11, 12), ["c"])  # 12 tokens > 10: the oldest goes
+    assert list(cache.entries) == [(4, 5, 6, 7), (8, 9, 10, 11, 12)] and cache.tokens == 9
+    assert cache.take((4, 5, 6, 7)) == (0, None)  # not a proper prefix: nothing new to feed
+    assert cache.take((4, 5, 6, 7, 1)) == (4, ["b"]) and cache.tokens == 5
+    assert cache.take((4, 5, 6, 7, 1)) == (0, None)  # taken

@@ -31,6 +31,8 @@ class Action:
     token_ids: list[int] | None = None  #: generated tokens (hf), exactly as sampled
     logprobs: list[float] | None = None  #: their log-probs under the sampling policy
     usage: dict = field(default_factory=dict)
+    policy_version: int | None = None  #: which weights sampled it (hf: the number of GRPO updates behind them)
+    finish_reason: str | None = None  #: "stop" | "length" (hf)
 
 
 @runtime_checkable

@@ -9,7 +9,8 @@ from typing import Any
 @dataclass
 class Turn:
     """One message in the trajectory. Assistant turns carry the parsed tool and ``well_formed``; tool turns carry
-    the code that ran and the observation. ``token_ids`` / ``logprobs`` as the hf policy saw / produced them."""
+    the code that ran and the observation. ``token_ids`` / ``logprobs`` as the hf policy saw / produced them, and for
+    its assistant turns the policy version and finish reason of the sample."""
 
     role: str
     text: str
@@ -20,6 +21,8 @@ class Turn:
     wall_s: float = 0.0
     token_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    policy_version: int | None = None  #: assistant turns of a sampler: the weights' version (GRPO updates behind)
+    finish_reason: str | None = None  #: assistant turns of a sampler: "stop" | "length"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

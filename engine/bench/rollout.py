@@ -30,12 +30,13 @@ TARGET_OVERHEAD_MS_PER_STEP = 50.0
 TARGET_GRADE_MS = 50.0
 
 
-def _env(store):
+def synthesized_envs(store, count: int = 1) -> list[EnvSpec]:
+    """``count`` verified environments synthesized (procedural backend) from one shipped seed into ``store``."""
     load_shipped(store)
-    report = synthesize(store, "tabular-binary-manufacturing", 1, rng_seed=7)
-    if not report.verified:
-        raise RuntimeError("the benchmark environment failed verification")
-    return EnvSpec.from_store(store, report.verified[0].env_id)
+    report = synthesize(store, "tabular-binary-manufacturing", count, rng_seed=7)
+    if len(report.verified) < count:
+        raise RuntimeError(f"the benchmark environments failed verification ({len(report.verified)}/{count})")
+    return [EnvSpec.from_store(store, v.env_id) for v in report.verified]
 
 
 def run(store, quick: bool = False, **_: Any) -> BenchResult:
@@ -43,7 +44,7 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-rollout-") as tmp:
         st = Store(Path(tmp) / "bench.db")
         try:
-            env = _env(st)
+            env = synthesized_envs(st)[0]
             sample = env.public / "sample_submission.csv"
             n = 5 if quick else 20
             grade(env, sample)

@@ -70,19 +70,27 @@ class SamplerStats:
     batches: int = 0
     tokens: int = 0
     busy_s: float = 0.0  #: wall time spent generating (batches run one at a time)
+    prefill_tokens: int = 0  #: prompt tokens run through the model
+    cached_tokens: int = 0  #: prompt tokens whose KV came from the prefix cache instead
+
+    def __post_init__(self) -> None:
+        self.lock = threading.Lock()  #: for samplers whose stats are updated from many threads
 
     @property
     def mean_batch(self) -> float:
         return self.requests / self.batches if self.batches else 0.0
 
     def snapshot(self) -> "SamplerStats":
-        return SamplerStats(self.requests, self.batches, self.tokens, self.busy_s)
+        return SamplerStats(self.requests, self.batches, self.tokens, self.busy_s, self.prefill_tokens,
+                            self.cached_tokens)
 
     def since(self, before: "SamplerStats") -> dict[str, float]:
         batches = self.batches - before.batches
         return {"sampler_requests": float(self.requests - before.requests), "sampler_batches": float(batches),
                 "sampler_tokens": float(self.tokens - before.tokens), "sampler_busy_s": self.busy_s - before.busy_s,
-                "sampler_mean_batch": (self.requests - before.requests) / batches if batches else 0.0}
+                "sampler_mean_batch": (self.requests - before.requests) / batches if batches else 0.0,
+                "sampler_prefill_tokens": float(self.prefill_tokens - before.prefill_tokens),
+                "sampler_cached_tokens": float(self.cached_tokens - before.cached_tokens)}
 
 
 @runtime_checkable

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import Batcher, Sample, SampleRequest, SamplerError, adapter_name
+from .vllm_server import VLLM_LORA_RANKS
 
 
 class VLLMColocatedSampler:
@@ -24,8 +25,6 @@ class VLLMColocatedSampler:
             from vllm import LLM  # heavy optional dependency (sandmle[vllm]): imported only when chosen
         except ImportError:
             raise SamplerError("the colocated vLLM sampler needs vLLM: pip install 'sandmle[vllm]'") from None
-        from .vllm_server import VLLM_LORA_RANKS
-
         rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), lora_rank)
         self.llm = LLM(model=model_path, enable_lora=True, max_lora_rank=rank, max_loras=1, enable_sleep_mode=True,
                        gpu_memory_utilization=gpu_memory, logprobs_mode="processed_logprobs", seed=seed)
@@ -42,8 +41,8 @@ class VLLMColocatedSampler:
         return self._batcher.submit(requests)
 
     def _run_batch(self, requests: list[SampleRequest]) -> list[Sample]:
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
+        from vllm import SamplingParams  # heavy optional dependency
+        from vllm.inputs import TokensPrompt  # heavy optional dependency
 
         lora, version = self.lora, self.version
         prompts = [TokensPrompt(prompt_token_ids=list(r.prompt_ids)) for r in requests]
@@ -61,7 +60,7 @@ class VLLMColocatedSampler:
 
     def publish(self, model: Any, version: int) -> None:
         """Save the adapter and sample from it under a new name and id from the next batch on."""
-        from vllm.lora.request import LoRARequest
+        from vllm.lora.request import LoRARequest  # heavy optional dependency
 
         name = adapter_name(version)
         path = self.adapter_dir / name

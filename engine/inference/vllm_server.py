@@ -21,7 +21,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -78,7 +77,6 @@ class VLLMServerSampler:
         self.version = 0
         self.lora: str | None = None
         self.stats = SamplerStats()
-        self._stats_lock = threading.Lock()
         self.base = self.models()[0]["id"]
 
     # ------------------------------------------------------------------ HTTP
@@ -123,11 +121,15 @@ class VLLMServerSampler:
         logprobs = [float(x) for x in lp.get("token_logprobs", [])]
         if not ids or len(logprobs) != len(ids):
             raise SamplerError("vLLM returned no token ids / log-probs (is it a vLLM server?)")
-        with self._stats_lock:  # one request = one "batch" here: vLLM batches on its side
+        usage = data.get("usage") or {}
+        cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+        with self.stats.lock:  # one request = one "batch" here: vLLM batches on its side
             self.stats.requests += 1
             self.stats.batches += 1
             self.stats.tokens += len(ids)
             self.stats.busy_s += time.perf_counter() - t0
+            self.stats.prefill_tokens += int(usage.get("prompt_tokens") or len(r.prompt_ids)) - cached
+            self.stats.cached_tokens += cached
         finish = "stop" if choice.get("finish_reason") == "stop" else "length"
         return Sample(ids, logprobs, finish, adapter_version(data["model"]))
 
@@ -157,7 +159,7 @@ class VLLMServerSampler:
 
     def _probe(self, model: Any, name: str) -> None:
         """The engine's log-probs of the probe sequence under ``name`` must be the trainer's under ``model``."""
-        import torch
+        import torch  # heavy optional dependency
 
         ids = probe_ids(int(model.config.vocab_size))
         data = self._call("POST", "/v1/completions", {"model": name, "prompt": ids, "max_tokens": 1,

@@ -73,12 +73,23 @@ class GRPOConfig(_Common):
     equal_group_weight: float = _f(0.1, "loss weight of an all-equal group when equal_group = downweight")
     mu: int = _f(1, "optimizer passes over each batch (ratio is 1 on the first pass)")
     micro_batch: int = _f(4, "trajectories per forward pass (gradient accumulation over the batch)")
-    max_seq_len: int = _f(4096, "longer trajectories are cut at the end (cut tokens get no loss)")
+    max_seq_len: int = _f(4096, "a longer trajectory is masked (counted as 'overlong', like a timeout), never cut")
+    logprob_chunk: int = _f(1024, "positions per chunk of the LM head + log-softmax in the update (bounds memory)")
+    gradient_checkpointing: bool = _f(False, "recompute the backbone's activations in the backward pass (memory)")
+    sampler: str = _f("hf", "who samples rollouts: hf (batched, in process) | vllm (a vllm serve process: "
+                      "--sampler-url or started for you) | vllm-colocated (in-process vLLM on the training GPU)")
+    sampler_url: str | None = _f(None, "URL of a running `vllm serve MODEL --enable-lora` (with --sampler vllm)")
+    sampler_batch: int = _f(16, "most requests the hf / colocated sampler puts in one batch")
+    sampler_prefix_cache: int = _f(32768, "tokens of KV the hf sampler keeps so an episode's next turn prefills "
+                                   "only its new messages (0 = re-encode every turn)")
+    tis_cap: float = _f(2.0, "truncated importance sampling: weight each token by min(π_trainer/π_sampler, cap); "
+                        "0 = off (the mismatch is logged either way)")
     curriculum: bool = _f(True, "sample environments by the reward variance of their recent groups")
     curriculum_window: int = _f(3, "recent groups per environment the curriculum looks at")
     curriculum_floor: float = _f(0.05, "least sampling weight of any environment (exploration)")
     save_every: int = _f(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
-    rollout_workers: int = _f(2, "rollouts in flight at once (sandbox runs overlap with generation)")
+    rollout_workers: int = _f(8, "rollouts in flight at once: their model calls share the sampler's batches "
+                              "and the sandbox runs one episode's code while the model generates for others")
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -103,7 +114,7 @@ class GRPOConfig(_Common):
         if not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1] (got {self.top_p})")
         for name in ("max_turns", "max_new_tokens", "mu", "micro_batch", "save_every", "rollout_workers",
-                     "curriculum_window", "max_seq_len"):
+                     "curriculum_window", "max_seq_len", "logprob_chunk", "sampler_batch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.env_split not in ("train", "heldout", "all"):
@@ -112,6 +123,16 @@ class GRPOConfig(_Common):
             raise ValueError(f"scaffold must be react, aide or oneshot (got {self.scaffold!r})")
         if self.reward not in ("milestone", "sparse"):
             raise ValueError(f"reward must be milestone or sparse (got {self.reward!r})")
+        if self.sampler not in ("hf", "vllm", "vllm-colocated"):
+            raise ValueError(f"sampler must be hf, vllm or vllm-colocated (got {self.sampler!r})")
+        if self.sampler_url and self.sampler != "vllm":
+            raise ValueError("sampler_url needs sampler = vllm")
+        if self.sampler != "hf" and self.lora_modules_to_save:
+            raise ValueError("vLLM serves LoRA weights only: lora_modules_to_save needs sampler = hf")
+        if self.sampler_prefix_cache < 0:
+            raise ValueError(f"sampler_prefix_cache must be >= 0 (got {self.sampler_prefix_cache})")
+        if self.tis_cap < 0:
+            raise ValueError(f"tis_cap must be >= 0 (got {self.tis_cap})")
 
 
 @dataclass

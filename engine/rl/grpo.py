@@ -26,22 +26,24 @@ from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
+from ..inference import Sampler, make_sampler
 from ..sandbox import get_backend
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
 from .modeling import load_for_training, resolve_model
 from .objective import TokenSequence, build_sequence, group_advantages
-from .rollouts import Rollout, collect, stored_plan
+from .rollouts import Rollout, collect, fresh, stored_plan
 from .update import grpo_update, make_optimizer
 
-PolicyFactory = Callable[[Any, Any, GRPOConfig], Any]
+PolicyFactory = Callable[[Any, Any, GRPOConfig, Any], Any]
 EpisodeFn = Callable[..., Any]
 
 
-def default_policy_factory(model: Any, tokenizer: Any, cfg: GRPOConfig) -> Any:
-    """The agents' hf policy around the live (training) model: it renders, samples and records exact tokens."""
-    return HFPolicy.from_loaded(model, tokenizer, temperature=cfg.temperature, top_p=cfg.top_p,
+def default_policy_factory(model: Any, tokenizer: Any, cfg: GRPOConfig, sampler: Sampler) -> Any:
+    """The agents' hf policy around the live (training) model: it renders messages into tokens once, samples
+    through the trainer's sampler and records exact tokens, log-probs and the policy version."""
+    return HFPolicy.from_loaded(model, tokenizer, sampler, temperature=cfg.temperature, top_p=cfg.top_p,
                                 max_new_tokens=cfg.max_new_tokens)
 
 
@@ -87,7 +89,7 @@ class GRPOTrainer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._backends: dict[str, Any] = {}
-        self.model = self.tokenizer = self.optimizer = None
+        self.model = self.tokenizer = self.optimizer = self.sampler = None
         self.start_step = 1
 
     # ------------------------------------------------------------------ construction / resume
@@ -105,9 +107,11 @@ class GRPOTrainer:
         cfg = self.cfg
         random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
+        model_path = resolve_model(cfg.model, self.store)
         self.model, self.tokenizer, self.device = load_for_training(
-            resolve_model(cfg.model, self.store), adapter=cfg.adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-            lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device)
+            model_path, adapter=cfg.adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device,
+            gradient_checkpointing=cfg.gradient_checkpointing)
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
         self.curriculum = Curriculum(self.env_ids, window=cfg.curriculum_window, floor=cfg.curriculum_floor,
                                      enabled=cfg.curriculum)
@@ -127,7 +131,12 @@ class GRPOTrainer:
             if "sampler_rng" in extra:
                 self.rng.setstate(extra["sampler_rng"])
             self.start_step = int(state["step"]) + 1
-        self.policy = self.policy_factory(self.model, self.tokenizer, cfg)
+        self.sampler = make_sampler(cfg.sampler, self.model, self.tokenizer, model_path=model_path,
+                                    work_dir=self.run_dir / "sampler", url=cfg.sampler_url,
+                                    max_batch=cfg.sampler_batch, prefix_cache_tokens=cfg.sampler_prefix_cache,
+                                    lora_rank=cfg.lora_r, seed=cfg.seed)
+        self.sampler.publish(self.model, self.start_step - 1)  # version = GRPO updates behind the weights
+        self.policy = self.policy_factory(self.model, self.tokenizer, cfg, self.sampler)
         if self.episode_fn is None:
             self.episode_fn = default_episode_fn()
 
@@ -156,12 +165,21 @@ class GRPOTrainer:
         cfg = self.cfg
         t0 = time.perf_counter()
         env_ids = self.plan(step)
+        sampled = self.sampler.stats.snapshot()
         self.model.eval()
         with torch.no_grad():
             got = collect(self.store, self.run_id, step, env_ids, cfg.group_size, cfg.seed,
                           lambda e, g, s: self._run_one(e, g, s, step), workers=cfg.rollout_workers,
                           on_done=self.on_rollout)
         rollouts = got.rollouts
+        built = []
+        for r in rollouts:
+            try:
+                built.append(build_sequence(r.turns))
+            except ValueError as exc:
+                built.append(exc)
+            r.overlong = isinstance(built[-1], TokenSequence) and len(built[-1].input_ids) > cfg.max_seq_len
+            r.stale = not fresh(r, step - 1)
         stats = group_advantages([r.reward for r in rollouts], [r.group_id for r in rollouts],
                                  masked=[r.masked for r in rollouts], scale=cfg.scale_rewards,
                                  equal_group=cfg.equal_group, equal_weight=cfg.equal_group_weight)
@@ -171,21 +189,25 @@ class GRPOTrainer:
         for members in by_group.values():
             live = [m.reward for m in members if not m.masked]
             self.curriculum.update(members[0].env_id, live)
-        seqs, adv, weights = [], [], []
-        for r, a, w in zip(rollouts, stats.advantages, stats.weights):
-            try:
-                seqs.append(build_sequence(r.turns, max_len=cfg.max_seq_len))
-            except ValueError as exc:
+        seqs = []
+        for r, seq, w in zip(rollouts, built, stats.weights):
+            if isinstance(seq, ValueError):
                 if w > 0:
-                    raise TrainingError(f"trajectory {r.id}: {exc}") from None
-                seqs.append(TokenSequence([], [], []))  # masked anyway: its tokens are not needed
-            adv.append(a)
-            weights.append(w)
+                    raise TrainingError(f"trajectory {r.id}: {seq}")
+                seq = TokenSequence([], [], [])  # masked anyway: its tokens are not needed
+            seqs.append(seq)
         t_upd = time.perf_counter()
-        up = grpo_update(self.model, self.optimizer, seqs, adv, weights, clip_low=cfg.clip_low,
-                         clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, temperature=cfg.temperature,
-                         micro_batch=cfg.micro_batch, mu=cfg.mu, max_grad_norm=cfg.max_grad_norm,
-                         pad_id=self.tokenizer.pad_token_id or 0, device=self.device)
+        self.sampler.sleep()  # no batch runs while the weights change (colocated vLLM frees its memory)
+        try:
+            up = grpo_update(self.model, self.optimizer, seqs, stats.advantages, stats.weights, clip_low=cfg.clip_low,
+                             clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, temperature=cfg.temperature,
+                             micro_batch=cfg.micro_batch, mu=cfg.mu, max_grad_norm=cfg.max_grad_norm,
+                             pad_id=self.tokenizer.pad_token_id or 0, device=self.device, tis_cap=cfg.tis_cap,
+                             logprob_chunk=cfg.logprob_chunk)
+            update_s = time.perf_counter() - t_upd
+            self.sampler.publish(self.model, step)
+        finally:
+            self.sampler.wake_up()
         rewards = [r.reward for r in rollouts]
         wall = sum(r.wall_s for r in rollouts) or 1e-9
         ranks = [r.human_rank for r in rollouts if r.human_rank is not None]
@@ -196,12 +218,16 @@ class GRPOTrainer:
             "human_rank": statistics.fmean(ranks) if ranks else None,
             "loss": up.loss, "pg_loss": up.pg_loss, "kl": up.kl, "clip_fraction": up.clip_fraction,
             "ratio_mean": up.ratio_mean, "grad_norm": up.grad_norm,
+            "sampler_logp_diff": up.sampler_logp_diff, "sampler_kl": up.sampler_kl, "tis_capped": up.tis_capped,
             "tokens": float(sum(s.model_tokens for s in seqs)), "seq_tokens": float(sum(len(s.input_ids) for s in seqs)),
             "trained_trajectories": float(up.trained_trajectories),
             "skipped_groups": float(stats.equal_groups), "groups": float(stats.groups),
-            "timed_out": float(stats.masked), "reused_rollouts": float(got.reused),
-            "rollout_s": got.wall_s, "update_s": time.perf_counter() - t_upd,
+            "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
+            "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
+            "reused_rollouts": float(got.reused),
+            "rollout_s": got.wall_s, "update_s": update_s, "publish_s": time.perf_counter() - t_upd - update_s,
             "sandbox_wait_share": sum(r.sandbox_s for r in rollouts) / wall,
+            **self.sampler.stats.since(sampled),
             "step_s": time.perf_counter() - t0,
         }
         self.store.runs.log_metrics(self.run_id, step, metrics)
@@ -218,6 +244,9 @@ class GRPOTrainer:
         return row["status"] == "stopped"
 
     def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.close()
+            self.sampler = None
         for backend in self._backends.values():
             try:
                 backend.close()

@@ -42,8 +42,10 @@ def lora_targets(model: Any, wanted: tuple[str, ...] = ("q_proj", "k_proj", "v_p
 
 def load_for_training(model_path: str, *, adapter: str | None = None, lora_r: int = 16, lora_alpha: int = 32,
                       lora_dropout: float = 0.0, modules_to_save: list[str] | None = None,
-                      device: str | None = None) -> tuple[Any, Any, str]:
-    """(peft model with a trainable adapter, tokenizer, device): ``adapter`` resumed when given, else a new LoRA."""
+                      device: str | None = None, gradient_checkpointing: bool = False) -> tuple[Any, Any, str]:
+    """(peft model with a trainable adapter, tokenizer, device): ``adapter`` resumed when given, else a new LoRA;
+    ``gradient_checkpointing`` recomputes the backbone's activations in the backward pass of training (never
+    during generation)."""
     import torch  # heavy optional dependency
     from peft import LoraConfig, get_peft_model  # heavy optional dependency
 
@@ -54,6 +56,8 @@ def load_for_training(model_path: str, *, adapter: str | None = None, lora_r: in
                          target_modules=lora_targets(model), modules_to_save=list(modules_to_save or []) or None,
                          task_type="CAUSAL_LM")
         model = get_peft_model(model, cfg)
+    if gradient_checkpointing:
+        model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.to(device)
     torch.set_float32_matmul_precision("high")
     return model, tok, device

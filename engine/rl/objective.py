@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
+from torch.utils.checkpoint import checkpoint
 
 
 # ---------------------------------------------------------------------------------------------- advantages
@@ -80,11 +81,11 @@ def _get(turn: Any, key: str) -> Any:
     return turn.get(key) if isinstance(turn, dict) else getattr(turn, key, None)
 
 
-def build_sequence(turns: Sequence[Any], *, max_len: int | None = None) -> TokenSequence:
+def build_sequence(turns: Sequence[Any]) -> TokenSequence:
     """prompt = the token ids of the leading system/user messages; completion = every later message's token ids;
-    env_mask = 1 on assistant tokens and 0 on tool/user observation tokens; old log-probs from the assistant
-    messages (NaN where a message has none: the trainer then uses the current policy's, i.e. ratio 1).
-    ``max_len`` cuts the end of the completion."""
+    env_mask = 1 on assistant tokens and 0 on tool/user observation tokens; old log-probs = the sampler's, from
+    the assistant messages (NaN where a message has none: no importance correction for those tokens). Never cut:
+    the trainer masks a sequence longer than its ``max_seq_len`` as a whole."""
     prompt: list[int] = []
     completion: list[int] = []
     mask: list[int] = []
@@ -114,9 +115,6 @@ def build_sequence(turns: Sequence[Any], *, max_len: int | None = None) -> Token
         else:
             mask.extend([0] * len(ids))
             old.extend([0.0] * len(ids))
-    if max_len is not None and len(prompt) + len(completion) > max_len:
-        keep = max(0, max_len - len(prompt))
-        completion, mask, old = completion[:keep], mask[:keep], old[:keep]
     return TokenSequence(prompt, completion, mask, old)
 
 
@@ -150,20 +148,65 @@ def collate(seqs: Sequence[TokenSequence], advantages: Sequence[float], weights:
 
 
 # ---------------------------------------------------------------------------------------------- log-probs
-def token_logprobs(logits: torch.Tensor, input_ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """log p(token t+1 | tokens ≤ t) for every position: logits [B, T, V] → [B, T-1] (float32). Divided by the
-    sampling temperature so ratios compare like with like."""
-    logits = logits[:, :-1, :].float()
+def split_lm(model: Any) -> tuple[Any, Any]:
+    """(backbone, LM head) of a transformers causal LM, PEFT-wrapped or not (LoRA layers live inside both)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if getattr(base.config, "final_logit_softcapping", None):
+        raise ValueError("models with logit soft-capping are not supported by the chunked log-probs")
+    return getattr(base, base.base_model_prefix), base.get_output_embeddings()
+
+
+def _chunk_logprobs(head: Any, temperature: float, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    logits = head(hidden).float()
     if temperature != 1.0:
         logits = logits / temperature
-    targets = input_ids[:, 1:]
-    return torch.gather(logits.log_softmax(-1), 2, targets.unsqueeze(-1)).squeeze(-1)
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
 
 
 def sequence_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                      temperature: float = 1.0) -> torch.Tensor:
-    out = model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
-    return token_logprobs(out.logits, input_ids, temperature)
+                      temperature: float = 1.0, chunk: int = 1024) -> torch.Tensor:
+    """log p(token t+1 | tokens ≤ t) [B, T-1] (float32) without ever holding full-vocabulary logits for the whole
+    sequence: the backbone's hidden states go through the LM head and the log-softmax ``chunk`` positions at a
+    time, and with gradients on each chunk is recomputed in the backward pass (activation checkpointing), so what
+    stays alive per chunk is its hidden states, not its [B, chunk, V] logits."""
+    backbone, head = split_lm(model)
+    hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
+    hidden, targets = hidden[:, :-1], input_ids[:, 1:]
+    parts = []
+    for s in range(0, hidden.shape[1], max(1, int(chunk))):
+        h, t = hidden[:, s:s + chunk], targets[:, s:s + chunk]
+        if torch.is_grad_enabled():
+            parts.append(checkpoint(_chunk_logprobs, head, temperature, h, t, use_reentrant=False))
+        else:
+            parts.append(_chunk_logprobs(head, temperature, h, t))
+    return torch.cat(parts, dim=1)
+
+
+# ---------------------------------------------------------------------------------------------- sampler mismatch
+@dataclass
+class Mismatch:
+    """The engine/trainer log-prob mismatch of one micro-batch, and its truncated importance-sampling weights."""
+
+    weights: torch.Tensor  # [B, T] min(π_trainer / π_sampler, cap), 1 where the sampler's log-prob is unknown
+    abs_diff: float        # Σ |log π_trainer − log π_sampler| over model tokens with a known sampler log-prob
+    kl: float              # Σ k3 estimate of KL(π_sampler ‖ π_trainer) over the same tokens
+    capped: int            # tokens whose weight hit the cap
+    tokens: int            # model tokens with a known sampler log-prob
+
+
+def tis_weights(trainer_logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, loss_mask: torch.Tensor,
+                cap: float) -> Mismatch:
+    """Truncated importance sampling: the tokens were drawn by the sampler (another engine, or other numerics),
+    the loss is the trainer's, so each token's loss is weighted by ρ = π_trainer / π_sampler truncated at ``cap``
+    (``cap`` ≤ 0: no correction, weights 1; the mismatch is measured either way). NaN sampler log-probs mean
+    unknown: weight 1, left out of the statistics."""
+    with torch.no_grad():
+        known = ~torch.isnan(sampler_logprobs) & (loss_mask > 0)
+        d = torch.where(known, trainer_logprobs.float() - sampler_logprobs.float(), torch.zeros_like(trainer_logprobs))
+        ratio = torch.exp(d)
+        weights = torch.where(known, ratio.clamp(max=cap), torch.ones_like(ratio)) if cap > 0 else torch.ones_like(d)
+        return Mismatch(weights=weights, abs_diff=float(d.abs().sum()), kl=float(((ratio - 1.0 - d) * known).sum()),
+                        capped=int(((ratio > cap) & known).sum()) if cap > 0 else 0, tokens=int(known.sum()))
 
 
 # ---------------------------------------------------------------------------------------------- loss
@@ -181,6 +224,7 @@ def grpo_loss(
     new_logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages: torch.Tensor, loss_mask: torch.Tensor,
     *, weights: torch.Tensor | None = None, clip_low: float = 0.2, clip_high: float = 0.28,
     ref_logprobs: torch.Tensor | None = None, kl_coef: float = 0.0, normalizer: float | None = None,
+    is_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, LossStats]:
     """Clipped surrogate with clip-higher, token-mean over every model token of the batch.
 
@@ -189,13 +233,16 @@ def grpo_loss(
     padding tokens; ``weights`` [B] scale whole trajectories (0 = skip). The sum is divided by ``normalizer``
     (the number of weighted model tokens in the whole batch, so micro-batches add up to the batch's token
     mean) or, when None, by this call's own count. NaN old log-probs mean "sampled by this very policy":
-    they are replaced by the detached new ones (ratio 1)."""
+    they are replaced by the detached new ones (ratio 1). ``is_weights`` [B, T] (truncated importance weights,
+    :func:`tis_weights`) scale each token's policy-gradient term."""
     old = torch.where(torch.isnan(old_logprobs), new_logprobs.detach(), old_logprobs)
     w = loss_mask * (weights[:, None] if weights is not None else 1.0)
     adv = advantages[:, None].to(new_logprobs.dtype)
     ratio = torch.exp(new_logprobs - old)
     clipped = torch.clamp(ratio, 1.0 - clip_low, 1.0 + clip_high)
     per_token = -torch.minimum(ratio * adv, clipped * adv)
+    if is_weights is not None:
+        per_token = per_token * is_weights
     kl = torch.zeros_like(per_token)
     if ref_logprobs is not None and kl_coef > 0:
         d = ref_logprobs - new_logprobs

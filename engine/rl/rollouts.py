@@ -9,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..inference import StaleSampleError, check_fresh
+
 
 @dataclass
 class Rollout:
@@ -27,10 +29,14 @@ class Rollout:
     reused: bool = False
     #: the episode broke for reasons outside the policy (interrupted, backend failure): masked like a time-out
     errored: bool = False
+    #: longer than the trainer's max_seq_len: masked like a time-out, never cut
+    overlong: bool = False
+    #: sampled by other weights than the trainer's current ones: refused (masked)
+    stale: bool = False
 
     @property
     def masked(self) -> bool:
-        return self.timed_out or self.errored
+        return self.timed_out or self.errored or self.overlong or self.stale
 
     @property
     def valid(self) -> bool:
@@ -54,6 +60,19 @@ class Rollout:
                    grade=dict(get("grade") or {}), wall_s=float(get("wall_s") or 0.0),
                    sandbox_s=float(get("sandbox_s") or (get("reward_breakdown") or {}).get("sandbox_s", 0.0) or 0.0),
                    reused=reused, errored=get("status") == "error")
+
+
+def fresh(rollout: Rollout, version: int, max_staleness: int = 0) -> bool:
+    """Whether every sampled turn of ``rollout`` came from policy ``version`` (or at most ``max_staleness``
+    versions before it). Turns without a recorded version (text-only policies, trajectories stored before
+    versions were) are not judged."""
+    get = (lambda t, k: t.get(k)) if rollout.turns and isinstance(rollout.turns[0], dict) else getattr
+    versions = [get(t, "policy_version") for t in rollout.turns if get(t, "policy_version") is not None]
+    try:
+        check_fresh(versions, version, max_staleness=max_staleness)
+    except StaleSampleError:
+        return False
+    return True
 
 
 def group_id_for(run_id: str, step: int, k: int) -> str:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .objective import TokenSequence, collate, grpo_loss, sequence_logprobs
+from .objective import TokenSequence, collate, grpo_loss, sequence_logprobs, tis_weights
 
 
 @dataclass
@@ -20,17 +20,25 @@ class UpdateStats:
     grad_norm: float = 0.0
     trained_trajectories: int = 0
     trained_tokens: int = 0
+    #: engine/trainer mismatch over model tokens with a sampler log-prob: mean |Δ log p|, KL(sampler ‖ trainer)
+    #: (k3), share of tokens whose importance weight hit the cap, and how many tokens were compared
+    sampler_logp_diff: float = 0.0
+    sampler_kl: float = 0.0
+    tis_capped: float = 0.0
+    sampler_tokens: int = 0
 
 
 def grpo_update(
     model: Any, optimizer: torch.optim.Optimizer, seqs: Sequence[TokenSequence], advantages: Sequence[float],
     weights: Sequence[float], *, clip_low: float = 0.2, clip_high: float = 0.28, kl_coef: float = 0.0,
     temperature: float = 1.0, micro_batch: int = 4, mu: int = 1, max_grad_norm: float = 1.0, pad_id: int = 0,
-    device: str = "cpu",
+    device: str = "cpu", tis_cap: float = 2.0, logprob_chunk: int = 1024,
 ) -> UpdateStats:
     """``mu`` passes of: token-mean clipped loss over every model token of the trajectories with weight > 0,
     accumulated over micro-batches, then one clipped optimizer step. Trajectories with weight 0 (skipped
-    groups, timed-out episodes) never reach the model."""
+    groups, timed-out or over-long episodes) never reach the model. The ratio's denominator is the trainer's own
+    log-prob before the update (the first pass's, detached); the sampler's log-probs enter only through the
+    truncated importance weights min(π_trainer / π_sampler, ``tis_cap``), measured on the first pass."""
     keep = [i for i, w in enumerate(weights) if w > 0 and seqs[i].model_tokens > 0]
     stats = UpdateStats()
     if not keep:
@@ -41,20 +49,30 @@ def grpo_update(
     chunks = [keep[j:j + micro_batch] for j in range(0, len(keep), micro_batch)]
     model.train()
     totals = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "clip": 0.0, "ratio": 0.0, "n": 0}
-    for _ in range(mu):
+    # per micro-batch: the trainer's log-probs before the update and the importance weights (first pass)
+    before: list[tuple[torch.Tensor, torch.Tensor]] = []
+    for k in range(mu):
         optimizer.zero_grad(set_to_none=True)
-        for idx in chunks:
+        for j, idx in enumerate(chunks):
             batch = collate([seqs[i] for i in idx], [advantages[i] for i in idx], [weights[i] for i in idx], pad_id)
             ids, att = batch.input_ids.to(device), batch.attention_mask.to(device)
-            new_lp = sequence_logprobs(model, ids, att, temperature)
+            mask = batch.loss_mask.to(device)
+            new_lp = sequence_logprobs(model, ids, att, temperature, logprob_chunk)
+            if k == 0:
+                mm = tis_weights(new_lp.detach(), batch.old_logprobs.to(device), mask, tis_cap)
+                before.append((new_lp.detach(), mm.weights))
+                stats.sampler_logp_diff += mm.abs_diff
+                stats.sampler_kl += mm.kl
+                stats.tis_capped += mm.capped
+                stats.sampler_tokens += mm.tokens
             ref_lp = None
             if kl_coef > 0:
                 with torch.no_grad(), model.disable_adapter():
-                    ref_lp = sequence_logprobs(model, ids, att, temperature)
+                    ref_lp = sequence_logprobs(model, ids, att, temperature, logprob_chunk)
             loss, ls = grpo_loss(
-                new_lp, batch.old_logprobs.to(device), batch.advantages.to(device), batch.loss_mask.to(device),
-                weights=batch.weights.to(device), clip_low=clip_low, clip_high=clip_high, ref_logprobs=ref_lp,
-                kl_coef=kl_coef, normalizer=normalizer,
+                new_lp, before[j][0], batch.advantages.to(device), mask, weights=batch.weights.to(device),
+                clip_low=clip_low, clip_high=clip_high, ref_logprobs=ref_lp, kl_coef=kl_coef, normalizer=normalizer,
+                is_weights=before[j][1],
             )
             loss.backward()
             totals["loss"] += ls.loss
@@ -73,6 +91,10 @@ def grpo_update(
     stats.kl = totals["kl"] / n
     stats.clip_fraction = totals["clip"] / n
     stats.ratio_mean = totals["ratio"] / n
+    compared = max(stats.sampler_tokens, 1)
+    stats.sampler_logp_diff /= compared
+    stats.sampler_kl /= compared
+    stats.tis_capped /= compared
     return stats
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import shutil
 import sys
 from dataclasses import asdict, dataclass
 
@@ -119,6 +120,16 @@ def _isolation_checks() -> list[Check]:
     return checks
 
 
+def _vllm() -> Check:
+    """vLLM for ``--sampler vllm`` / ``vllm-colocated``: the Python package here, or a ``vllm`` command to start."""
+    found = importlib.util.find_spec("vllm") is not None
+    command = shutil.which("vllm")
+    if found or command:
+        return Check("vllm", True, "installed" + (f" ({command})" if command else ""), optional=True)
+    return Check("vllm", False, "not installed (the hf sampler is used; --sampler-url reaches a remote vLLM)",
+                 "pip install 'sandmle[vllm]' on a GPU machine", optional=True)
+
+
 def run_checks(store: Store) -> list[Check]:
     checks = [_python(), _torch(), *_store(store)]
     checks += _isolation_checks()
@@ -126,6 +137,7 @@ def run_checks(store: Store) -> list[Check]:
         _docker(),
         _optional_module("ray", "ray", "ray"),
         _optional_module("openai", "openai SDK", "openai"),
+        _vllm(),
         _anthropic_key(),
     ]
     return checks

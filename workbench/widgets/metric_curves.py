@@ -14,7 +14,8 @@ VIEWS: dict[str, tuple[str, ...]] = {
     "grad norm": ("grad_norm",),
     "clip fraction": ("clip_fraction",),
     "step time": ("step_s", "rollout_s", "update_s"),
-    "skipped groups": ("skipped_groups", "timed_out", "groups"),
+    "skipped groups": ("skipped_groups", "timed_out", "overlong", "stale", "groups"),
+    "sampler mismatch": ("sampler_logp_diff", "sampler_kl", "tis_capped"),
 }
 COLOURS = ("cyan", "yellow", "green", "magenta", "red", "blue")
 MAX_POINTS = 240  # a terminal is at most a few hundred braille dots wide: thin long series before drawing

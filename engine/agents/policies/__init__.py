@@ -1,7 +1,8 @@
 """Policy implementations, one per module (scripted, hf, anthropic, openai), built from a spec string:
 
 - ``scripted[:skill=0.7,seed=0]`` — the deterministic expert built from the reference-solution templates
-- ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu]``
+- ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu,max_batch=16,
+  wait_ms=5]`` (``max_batch``/``wait_ms``: how concurrent calls are batched, see :mod:`engine.inference.hf`)
 - ``anthropic:MODEL[,max_tokens=...]`` and ``openai:MODEL[,base_url=...]``
 
 Each module imports its SDK or torch only when a policy of its kind is built.
@@ -56,7 +57,8 @@ def load_policy(spec: str, **kw: Any) -> Policy:
     if kind == "hf":
         if not target:
             raise PolicyError(f"policy spec {spec!r}: give a model path or hub id, e.g. hf:/path/to/model")
-        unknown = set(options) - {"adapter", "device", "temperature", "top_p", "max_new_tokens"}
+        unknown = set(options) - {"adapter", "device", "temperature", "top_p", "max_new_tokens", "max_batch",
+                                  "wait_ms"}
         if unknown:
             raise PolicyError(f"policy spec {spec!r}: unknown option(s) {sorted(unknown)}")
         return HFPolicy(
@@ -64,6 +66,8 @@ def load_policy(spec: str, **kw: Any) -> Policy:
             temperature=_num(options, "temperature", float, spec) if "temperature" in options else 1.0,
             top_p=_num(options, "top_p", float, spec) if "top_p" in options else 1.0,
             max_new_tokens=_num(options, "max_new_tokens", int, spec) or 512,
+            max_batch=_num(options, "max_batch", int, spec) or 16,
+            wait_ms=_num(options, "wait_ms", float, spec) if "wait_ms" in options else 5.0,
         )
     if kind == "anthropic":
         return AnthropicPolicy(model=target or None, max_tokens=_num(options, "max_tokens", int, spec),

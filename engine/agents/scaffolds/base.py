@@ -37,7 +37,8 @@ class Transcript:
                 self.usage[k] = self.usage.get(k, 0) + v
         msg = Message(role="assistant", content=action.text, token_ids=action.token_ids, logprobs=action.logprobs)
         self.messages.append(msg)
-        self.turns.append(Turn(role="assistant", text=action.text, wall_s=wall))
+        self.turns.append(Turn(role="assistant", text=action.text, wall_s=wall, policy_version=action.policy_version,
+                               finish_reason=action.finish_reason))
         return action, wall
 
     def sync_tokens(self) -> None:
