@@ -37,8 +37,10 @@ class SandboxSettings(_Section):
 
 
 class ExecutorSettings(_Section):
-    kind: Literal["local", "ray"] = Field("local", description="local process pool or Ray")
-    workers: int = Field(2, ge=1, description="concurrent jobs")
+    kind: Literal["local", "process", "ray"] = Field(
+        "local", description="how many pieces of work run at once: local (threads of one process), process "
+                             "(spawned processes) or ray (a local Ray, or the cluster at ray_address)")
+    workers: int = Field(2, ge=1, description="workers (pieces of work at once)")
     ray_address: str | None = Field(None, description="address of an existing Ray cluster (None: start one)")
 
 

@@ -1,101 +1,138 @@
-"""The executor interface and the job every executor runs: open a fresh workspace, run, record, close."""
+"""The executor interface: ``workers`` slots, each one :class:`~.worker.Worker` that runs one item at a time.
+
+``stream(fn, items)`` keeps every slot busy and yields ``(index, result)`` as items finish, so progress bars and
+the store see results as they come. ``fn(worker, item)`` must be a module-level function (a process or a Ray
+actor imports it by name). A slot whose worker dies (its process killed, its node lost) is reported in ``lost``
+(and to ``on_lost``), restarted, and the item it was running is tried once more on it; an item that kills its
+worker twice raises :class:`WorkerLost`. A dead worker's item is never counted as a result. An exception raised
+by ``fn`` itself is the item's failure and propagates to the caller unchanged.
+
+Backends (a file each): ``local`` (threads of this process: work shares this process's memory, e.g. one policy
+and its sampler's batches), ``process`` (spawned processes) and ``ray`` (actors on a local or remote Ray)."""
 
 from __future__ import annotations
 
 import abc
-import atexit
 import dataclasses
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+import threading
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Any, Callable, Iterable, Iterator
 
-from store import Store
+from ..errors import SandmleError
+from .worker import Worker, WorkerSpec, touch_sandbox
 
-from ..errors import SandboxError
-from ..sandbox import get_backend
-from ..sandbox.base import Limits, RunResult
-
-
-@dataclass
-class SandboxJob:
-    """One unit of sandboxed work: a command or a Python snippet in a fresh workspace."""
-
-    command: Sequence[str] | str | None = None  #: argv, or a shell string
-    code: str | None = None  #: a Python snippet (goes to the warm worker where enabled)
-    source: str | None = None  #: folder copied into the workspace (an environment's public/ dir)
-    files: dict[str, bytes] = field(default_factory=dict)  #: extra files written into the workspace first
-    limits: Limits | None = None
-    backend: str = "local"
-    warm: bool | None = None
-    meta: dict[str, Any] = field(default_factory=dict)  #: env_id, run_id, trajectory_id recorded with the run
-    label: str | None = None
-
-    def __post_init__(self) -> None:
-        if (self.command is None) == (self.code is None):
-            raise SandboxError("a sandbox job needs exactly one of command and code")
+WorkFn = Callable[[Worker, Any], Any]
 
 
-#: per process: the store and the backends a worker keeps between jobs (the warm worker lives on)
-_CACHE: dict[Any, Any] = {}
+class WorkerLost(SandmleError):
+    """A worker died twice running the same item (the item is not counted as a result)."""
 
 
-def _worker_store(store_path: str | None):
-    key = ("store", store_path)
-    if key not in _CACHE and store_path is not None:
-        _CACHE[key] = Store(store_path)
-    return _CACHE.get(key)
+class Slot(abc.ABC):
+    """One worker of an executor, wherever it lives."""
 
+    name: str
 
-def _worker_backend(name: str, store_path: str | None, warm: bool | None, root: str | None):
-    key = ("backend", name, store_path, warm, root)
-    if key not in _CACHE:
-        options: dict[str, Any] = {"root": root}
-        if name == "local" and warm is not None:
-            options["warm"] = warm
-        _CACHE[key] = get_backend(name, store=_worker_store(store_path), **options)
-    return _CACHE[key]
+    @abc.abstractmethod
+    def submit(self, fn: WorkFn, item: Any) -> Future:
+        """Run ``fn(worker, item)`` on this slot's worker."""
 
+    @abc.abstractmethod
+    def died(self, exc: BaseException) -> bool:
+        """Whether ``exc`` (from a future of this slot) means the worker itself is gone."""
 
-@atexit.register
-def _close_cache() -> None:
-    for key, value in list(_CACHE.items()):
-        try:
-            value.close()
-        except Exception:
-            pass
-    _CACHE.clear()
+    @abc.abstractmethod
+    def restart(self) -> None:
+        """Replace a dead worker with a fresh one (same spec)."""
 
-
-def run_job(job: SandboxJob, store_path: str | None = None, executor: str = "inline",
-            root: str | None = None) -> dict[str, Any]:
-    """Run one job in this process; returns the RunResult as a dict (picklable, JSON-able)."""
-    backend = _worker_backend(job.backend, store_path, job.warm, root)
-    meta = {**job.meta, "executor": executor}
-    with backend.open(Path(job.source) if job.source else None, label=job.label) as ws:
-        for rel, data in job.files.items():
-            ws.write_file(rel, data)
-        if job.code is not None:
-            kwargs = {"warm": job.warm} if job.backend == "local" else {}
-            result = ws.run_python(job.code, limits=job.limits, meta=meta, **kwargs)
-        else:
-            result = ws.run(job.command, limits=job.limits, meta=meta)
-    return result.to_dict()
-
-
-def result_from_dict(data: dict[str, Any]) -> RunResult:
-    names = {f.name for f in dataclasses.fields(RunResult)}
-    return RunResult(**{k: v for k, v in data.items() if k in names})
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the worker's resources and stop it."""
 
 
 class Executor(abc.ABC):
     name: str = ""
 
+    def __init__(self, spec: WorkerSpec, *, workers: int = 2, on_lost: Callable[[str], None] | None = None):
+        if workers < 1:
+            raise SandmleError(f"an executor needs at least one worker (got {workers})")
+        self.spec = dataclasses.replace(spec, executor=self.name)
+        self.workers, self.on_lost = workers, on_lost
+        #: one line per worker that died (which worker, running what, why)
+        self.lost: list[str] = []
+        self._slots: list[Slot] | None = None
+        self._lock = threading.Lock()
+
     @abc.abstractmethod
-    def map(self, jobs: Iterable[SandboxJob], *, progress=None) -> list[RunResult]:
-        """Run the jobs concurrently; results in the jobs' order. ``progress(n_done, n_total)`` if given."""
+    def _make_slot(self, index: int) -> Slot:
+        """Start worker ``index``."""
+
+    @property
+    def slots(self) -> list[Slot]:
+        with self._lock:
+            if self._slots is None:
+                self._slots = [self._make_slot(i) for i in range(self.workers)]
+            return self._slots
+
+    def prepare(self) -> None:
+        """Start every worker's sandbox backend now: a backend that cannot start fails here, before any work."""
+        for _ in self.stream(touch_sandbox, [None] * self.workers):
+            pass
+
+    def stream(self, fn: WorkFn, items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+        """Yield ``(index, fn(worker, item))`` for every item as it finishes (at most ``workers`` at once)."""
+        queue: deque[tuple[int, Any, int]] = deque((i, item, 0) for i, item in enumerate(items))
+        idle = list(reversed(self.slots))
+        running: dict[Future, tuple[Slot, int, Any, int]] = {}
+        try:
+            while queue or running:
+                while idle and queue:
+                    slot = idle.pop()
+                    i, item, tries = queue.popleft()
+                    running[slot.submit(fn, item)] = (slot, i, item, tries)
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in done:
+                    slot, i, item, tries = running.pop(fut)
+                    exc = fut.exception()
+                    if exc is not None and slot.died(exc):
+                        self._lose(slot, i, exc, tries)
+                        queue.appendleft((i, item, tries + 1))
+                    elif exc is not None:
+                        raise exc
+                    idle.append(slot)
+                    if exc is None:
+                        yield i, fut.result()
+        finally:
+            for fut in running:
+                fut.cancel()
+
+    def map(self, fn: WorkFn, items: Iterable[Any], *,
+            on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
+        """All results in the items' order; ``on_result(index, result)`` as each one finishes."""
+        items = list(items)
+        results: list[Any] = [None] * len(items)
+        for i, result in self.stream(fn, items):
+            results[i] = result
+            if on_result is not None:
+                on_result(i, result)
+        return results
+
+    def _lose(self, slot: Slot, index: int, exc: BaseException, tries: int) -> None:
+        line = f"worker {slot.name} died running item {index} ({type(exc).__name__}: {exc})"
+        self.lost.append(line)
+        if self.on_lost is not None:
+            self.on_lost(line + ("; giving up" if tries else "; retrying it once"))
+        slot.restart()
+        if tries:
+            raise WorkerLost(f"item {index} killed its worker twice: {exc}")
 
     def close(self) -> None:
-        """Release workers."""
+        """Close every worker (their sandboxes and warm workers, their store connections)."""
+        with self._lock:
+            slots, self._slots = self._slots or [], None
+        for slot in slots:
+            slot.close()
 
     def __enter__(self) -> "Executor":
         return self

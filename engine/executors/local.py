@@ -1,35 +1,45 @@
-"""The default executor: a pool of worker processes (spawned, so no thread or lock is inherited), each with its
-own Store connection and its own warm worker kept between jobs."""
+"""``local``: the workers are threads of this process. Work shares this process's memory (one policy in memory and
+its sampler's batches, the trainer's live model) while the sandbox still runs code in its own subprocesses. The
+workers share the caller's store handle (it is thread-safe); each has its own sandbox backend."""
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable
 
-from ..sandbox.base import RunResult
-from .base import Executor, SandboxJob, result_from_dict, run_job
+from store import Store
+
+from .base import Executor, Slot, WorkFn
+from .worker import Worker, WorkerSpec
+
+
+class ThreadSlot(Slot):
+    def __init__(self, spec: WorkerSpec, name: str, store: Store | None):
+        self.spec, self.name, self.store = spec, name, store
+        self.restart()
+
+    def submit(self, fn: WorkFn, item: Any) -> Future:
+        return self._pool.submit(fn, self.worker, item)
+
+    def died(self, exc: BaseException) -> bool:
+        return False  # a thread cannot die without its process
+
+    def restart(self) -> None:
+        self.worker = Worker(self.spec, name=self.name, store=self.store)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self.worker.close()
 
 
 class LocalExecutor(Executor):
     name = "local"
 
-    def __init__(self, *, workers: int = 2, store_path: str | None = None, root: str | None = None):
-        self.workers = workers
-        self.store_path = store_path
-        self.root = root
-        self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None,
+                 on_lost: Callable[[str], None] | None = None):
+        super().__init__(spec, workers=workers, on_lost=on_lost)
+        self.store = store
 
-    def map(self, jobs: Iterable[SandboxJob], *, progress=None) -> list[RunResult]:
-        jobs = list(jobs)
-        futures = {self._pool.submit(run_job, job, self.store_path, "local", self.root): i
-                   for i, job in enumerate(jobs)}
-        results: list[RunResult | None] = [None] * len(jobs)
-        for n, fut in enumerate(as_completed(futures), 1):
-            results[futures[fut]] = result_from_dict(fut.result())
-            if progress:
-                progress(n, len(jobs))
-        return results  # type: ignore[return-value]
-
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def _make_slot(self, index: int) -> Slot:
+        return ThreadSlot(self.spec, f"local-{index}", self.store)

@@ -24,8 +24,9 @@ def sandbox() -> None:
 @click.option("--warm/--cold", default=None, help="`python FILE` on the warm worker (pandas/sklearn imported).")
 @click.option("--timeout", "timeout_s", type=POSITIVE_S, help="Wall-time limit in seconds.")
 @click.option("--memory-mb", type=int, help="Memory limit in MB (>= 1024 for pandas/sklearn).")
-@click.option("--executor", type=click.Choice(["inline", "local", "ray"]), default="inline", show_default=True,
-              help="inline: in this process; local: a process pool; ray: Ray (local, or --address).")
+@click.option("--executor", type=click.Choice(["inline", "local", "process", "ray"]), default="inline",
+              show_default=True, help="inline: here, once; local: worker threads; process: worker processes; ray: "
+                                      "Ray actors (a local Ray, or --address).")
 @click.option("--address", help="Address of an existing Ray cluster (with --executor ray).")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Run COMMAND this many times at once, each in its own workspace (with --executor).")
@@ -88,15 +89,15 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str 
 
 def _run_many(ctx: Context, settings, kind: str, address: str | None, repeat: int, workers: int | None, source,
               env_id: str | None, backend: str, warm: bool | None, limits, command: list[str], as_json: bool) -> None:
-    from engine.executors import SandboxJob, get_executor
+    from engine.executors import SandboxJob, get_executor, run_sandbox_job
 
-    job = SandboxJob(command=command, source=str(source) if source else None, limits=limits, backend=backend,
-                     warm=warm, meta={"env_id": env_id})
-    n_workers = workers or settings.executor.workers
+    job = SandboxJob(command=command, source=str(source) if source else None, limits=limits, warm=warm,
+                     meta={"env_id": env_id})
+    sandbox = settings.sandbox.model_copy(update={"backend": backend})
     with progress(repeat, f"{kind} executor") as bar:
-        with get_executor(kind, store=ctx.store, workers=n_workers,
-                          address=address or settings.executor.ray_address) as ex:
-            results = ex.map([job] * repeat, progress=lambda n, total: bar.update(1))
+        with get_executor(kind, store=ctx.store, workers=workers, sandbox=sandbox, address=address,
+                          on_lost=lambda line: click.echo(f"warning: {line}", err=True)) as ex:
+            results = ex.map(run_sandbox_job, [job] * repeat, on_result=lambda i, r: bar.update(1))
     if as_json:
         emit_json([r.to_dict() for r in results])
     else:
