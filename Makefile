@@ -1,4 +1,4 @@
-# Two commands: `make run` (set up, load the shipped seeds, open the workbench) and `make test`.
+# Two commands: `make run` (set up, open the workbench; a fresh data dir starts with the shipped seeds) and `make test`.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -25,7 +25,6 @@ sandbox-deps:
 setup: $(STAMP) sandbox-deps
 
 run: setup
-	$(BIN)/sandmle seeds import seeds
 	$(BIN)/sandmle
 
 # The import contract (pyproject [tool.importlinter]) first, then the suite.

@@ -120,7 +120,13 @@ def _error(exc: ValidationError, source: str) -> ConfigError:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
+    """The settings: the TOML file (strictly typed: ``warm = "yes"`` is an error, not true) with the ``SANDMLE_*``
+    variables over it (text, converted: ``SANDMLE_SANDBOX__WARM=false``). ``SANDMLE_CONFIG`` must name a file."""
+    named = os.environ.get("SANDMLE_CONFIG")
     path = Path(path) if path else config_path()
+    if named and not path.is_file():
+        raise ConfigError(f"SANDMLE_CONFIG names {path}, which is not a file",
+                          hint="create it, or unset SANDMLE_CONFIG to use <data dir>/config.toml")
     data: dict[str, Any] = {}
     if path.is_file():
         try:
@@ -128,7 +134,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     try:
-        Settings.model_validate(data)
+        Settings.model_validate(data, strict=True)
     except ValidationError as exc:
         raise _error(exc, str(path)) from None
     try:

@@ -31,6 +31,12 @@ class SandboxError(SandmleError):
     pass
 
 
+class InfrastructureError(SandmleError):
+    """The work could not be done at all: an endpoint or a backend did not answer (unreachable, timed out, a
+    server or auth error). Not a result: counted apart as an error, never as a rejected environment or a failed
+    episode."""
+
+
 class SynthesisError(SandmleError):
     pass
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from . import process
 from .common import dumps, loads
 
 
@@ -43,3 +44,8 @@ class Repo:
     def _get(self, key_sql: str, params: tuple) -> dict[str, Any] | None:
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE {key_sql}", params)
         return self.decode(rows[0]) if rows else None
+
+    def stuck(self) -> list[dict[str, Any]]:
+        """Rows still ``running`` whose owner process has ended (killed before it could close them)."""
+        rows = self.store.query(f"SELECT * FROM {self.table} WHERE status = 'running'")
+        return [r for r in self.decode_all(rows) if process.gone(r)]

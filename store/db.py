@@ -33,7 +33,7 @@ class Store:
     them. A store that cannot be used (read-only or full disk, missing folder) raises one :class:`StoreError`
     naming the file and the cause, at open or at the write that fails."""
 
-    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = 60.0):
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_s: float = 60.0, recover: bool = True):
         if path is None:
             path = paths.db_path()
         self.path = Path(path) if str(path) != ":memory:" else Path(":memory:")
@@ -63,8 +63,10 @@ class Store:
         self.sandbox = SandboxRuns(self)
         self.runs = Runs(self)
         self.trajectories = Trajectories(self)
-        #: ids of the rows this open found running with their process gone, now ``dead``
-        self.recovered: dict[str, list[str]] = {"runs": self.runs.mark_dead(), "sandbox_runs": self.sandbox.mark_dead()}
+        #: ids of the rows this open found running with their process gone, now ``dead`` (unless ``recover`` is
+        #: False: ``doctor --deep`` looks at them first)
+        self.recovered: dict[str, list[str]] = (
+            {"runs": self.runs.mark_dead(), "sandbox_runs": self.sandbox.mark_dead()} if recover else {})
 
     # ------------------------------------------------------------------ plumbing
     @property

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
 from typing import Any, Iterable
 
 from ._repo import Repo
@@ -36,6 +38,23 @@ class Environments(Repo):
             if lb_rows:
                 db["leaderboard"].insert_all(lb_rows)
         return env["id"]
+
+    def reserve(self, base_id: str, row: dict[str, Any], folder: Path) -> str:
+        """Claim the first free id of ``base_id``, ``base_id-2``, ``base_id-3``… with a ``pending`` row (``row``
+        gives its other columns; ``dir`` becomes ``folder / id``). The id's uniqueness decides in one insert, so
+        two processes never claim the same one; returns the id."""
+        n = 1
+        while True:
+            env_id = base_id if n == 1 else f"{base_id}-{n}"
+            try:
+                with self.store.transaction() as db:
+                    db["environments"].insert(self.encode({**row, "id": env_id, "status": "pending",
+                                                           "dir": str(folder / env_id), "created_at": now()}))
+                return env_id
+            except sqlite3.IntegrityError:
+                if self.get(env_id, missing_ok=True) is None:  # not the id: a bad row
+                    raise
+                n += 1
 
     def get(self, env_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
         row = self._get("id = ?", (env_id,))
@@ -104,6 +123,10 @@ class Environments(Repo):
         env = self.get(env_id)
         self.store.execute("DELETE FROM environments WHERE id = ?", (env_id,))
         return env
+
+    def drop_pending(self, env_id: str) -> bool:
+        """Delete a ``pending`` row (a reservation whose environment was never stored); True if there was one."""
+        return self.store.execute("DELETE FROM environments WHERE id = ? AND status = 'pending'", (env_id,)) > 0
 
     def files(self, env_id: str) -> list[dict[str, Any]]:
         return self.store.query("SELECT * FROM env_files WHERE env_id = ? ORDER BY path", (env_id,))

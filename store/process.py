@@ -43,3 +43,19 @@ def gone(row: dict[str, Any]) -> bool:
     except PermissionError:
         return False
     return False
+
+
+def tag() -> str:
+    """This process as one line for an ``.owner`` file beside what it makes (``pid start host``)."""
+    me = owner()
+    return f"{me['pid']} {me['pid_start'] or '?'} {me['host']}"
+
+
+def tag_gone(text: str | None) -> bool:
+    """True when an owner line (see :func:`tag`; ``pid start`` without a host is read as this host) names a
+    process that has ended. An unreadable line is never judged gone."""
+    parts = (text or "").split()
+    if len(parts) < 2 or not parts[0].isdigit():
+        return False
+    host = parts[2] if len(parts) > 2 else socket.gethostname()
+    return gone({"pid": int(parts[0]), "pid_start": None if parts[1] == "?" else parts[1], "host": host})

@@ -103,10 +103,10 @@ class Runs(Repo):
             fields["summary"] = summary
         self.update(run_id, **fields)
 
-    def mark_dead(self) -> list[str]:
-        """Mark ``running`` runs whose process is gone as ``dead`` (resumable); returns their ids."""
-        rows = self.store.query("SELECT id, pid, pid_start, host FROM runs WHERE status = 'running'")
-        dead = [r for r in rows if process.gone(r)]
+    def mark_dead(self, rows: list[dict[str, Any]] | None = None) -> list[str]:
+        """Mark ``running`` runs whose process is gone as ``dead`` (resumable); returns their ids. ``rows`` limits
+        the check to those rows."""
+        dead = self.stuck() if rows is None else [r for r in rows if process.gone(r)]
         stamp = now()
         with self.store.transaction() as db:
             for r in dead:
@@ -181,6 +181,10 @@ class Runs(Repo):
         with self.store.transaction() as db:
             if rows:
                 db["eval_results"].insert_all(rows)
+
+    def drop_eval_errors(self, run_id: str) -> int:
+        """Forget the episodes of an eval run that could not run (so that resuming plays them again)."""
+        return self.store.execute("DELETE FROM eval_results WHERE run_id = ? AND error IS NOT NULL", (run_id,))
 
     def eval_results(self, run_id: str) -> list[dict[str, Any]]:
         return self.store.query("SELECT * FROM eval_results WHERE run_id = ? ORDER BY env_id, rng_seed, id", (run_id,))

@@ -32,17 +32,14 @@ class SandboxRuns(Repo):
     def mark_dead(self, rows: list[dict[str, Any]] | None = None) -> list[str]:
         """Mark ``running`` runs whose process is gone (killed before it could record the end) as ``dead``;
         returns their ids. ``rows`` limits the check to those rows."""
-        if rows is None:
-            rows = self.store.query("SELECT id, pid, pid_start, host, warnings FROM sandbox_runs "
-                                    "WHERE status = 'running'")
-        dead = [r for r in rows if r.get("status", "running") == "running" and process.gone(r)]
+        dead = self.stuck() if rows is None else [r for r in rows if r["status"] == "running" and process.gone(r)]
         stamp = now()
         with self.store.transaction() as db:
             for r in dead:
-                warnings = self.decode({"warnings": r.get("warnings")})["warnings"] or []
                 note = f"its process (pid {r['pid']}) ended before the run did (killed?)"
                 db.conn.execute("UPDATE sandbox_runs SET status = 'dead', ended_at = ?, warnings = ? "
-                                "WHERE id = ? AND status = 'running'", (stamp, dumps([*warnings, note]), r["id"]))
+                                "WHERE id = ? AND status = 'running'", (stamp, dumps([*(r["warnings"] or []), note]),
+                                                                        r["id"]))
         return [r["id"] for r in dead]
 
     def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:

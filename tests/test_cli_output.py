@@ -56,3 +56,16 @@ def test_progress_lines_when_stderr_is_not_a_terminal(run_cli):
     assert lines[0].startswith("eval oneshot: 0/2 (0%)")
     assert lines[-1].startswith("eval oneshot: 2/2 (100%)")
     assert "\r" not in res.err
+
+
+def test_a_fresh_data_dir_starts_with_the_shipped_seeds(run_cli, tmp_path):
+    from conftest import ROOT
+    from engine.upkeep import open_store
+
+    shipped = {p.name for p in (ROOT / "seeds").iterdir() if p.is_dir()}
+    res = run_cli("seeds", "list", "--json")  # the first command on an empty data dir
+    assert res.code == 0 and {s["id"] for s in res.json()} == shipped
+    with open_store(tmp_path / "engine-user" / "sandmle.db") as store:  # `import engine` users get them too
+        assert store.created and {s["id"] for s in store.seeds.list()} == shipped
+    with open_store(tmp_path / "engine-user" / "sandmle.db") as store:  # once: an existing store is left alone
+        assert not store.created and store.seeds.count() == len(shipped)

@@ -80,11 +80,13 @@ def test_malformed_seed_one_line_error_store_unchanged(run_cli, seed_copy, name,
 
 def test_one_bad_seed_in_a_folder_stores_none(run_cli, seed_copy):
     good = seed_copy("author-style")
+    (good / "seed.toml").write_text((good / "seed.toml").read_text().replace('id = "author-style"', 'id = "my-seed"'))
     bad = seed_copy("taxi-fare")
     (bad / "seed.toml").write_text((bad / "seed.toml").read_text().replace('metric = "rmse"', 'metric = "nope"'))
+    before = run_cli("seeds", "list", "--json").json()  # a fresh data dir: the shipped seeds
     res = run_cli("seeds", "import", str(good.parent))
     assert res.code != 0 and "taxi-fare" in res.err
-    assert run_cli("seeds", "list", "--json").json() == []
+    assert run_cli("seeds", "list", "--json").json() == before and "my-seed" not in {s["id"] for s in before}
 
 
 def test_debug_shows_traceback(run_cli, home, seed_copy):

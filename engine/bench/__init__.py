@@ -1,6 +1,7 @@
 """Benchmarks: ``sandmle bench NAME [--json]``. Each benchmark is a module ``engine.bench.<name>`` with a
-``run(store, **options) -> BenchResult`` function. Results go to ``benchmarks/results/NAME.json`` with machine
-info and date, and are printed as a table. Ratios are measured side by side in one run (machines are noisy)."""
+``run(store, results_dir=..., **options) -> BenchResult`` function. Results go to ``<data dir>/bench/NAME.json``
+(``--out benchmarks/results`` updates the shipped ones) with machine info and date, and are printed as a table.
+Ratios are measured side by side in one run (machines are noisy)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from ..errors import SandmleError
 
 #: benchmark name → module under engine.bench
 BENCHMARKS: dict[str, str] = {}
-
-RESULTS_DIR = Path(__file__).resolve().parent.parent.parent / "benchmarks" / "results"
 
 
 def register(name: str, module: str) -> None:
@@ -59,31 +58,16 @@ def machine_info() -> dict[str, Any]:
     return info
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "(no rows)"
-    headers = list(rows[0].keys())
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        return "" if v is None else str(v)
-
-    cells = [headers] + [[fmt(r.get(h)) for h in headers] for r in rows]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(headers))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def run_benchmark(name: str, store, results_dir: Path | None = None, **options: Any) -> tuple[BenchResult, Path]:
+    """Run benchmark ``name``; its result file (and any plot) goes to ``results_dir``, by default
+    ``<data dir>/bench`` (``benchmarks/results`` holds the shipped results: pass it to update them)."""
     _load_registry()
     if name not in BENCHMARKS:
         raise SandmleError(f"unknown benchmark {name!r}; known: {', '.join(sorted(BENCHMARKS)) or 'none'}")
     module = importlib.import_module(BENCHMARKS[name])
-    result: BenchResult = module.run(store, **options)
-    out_dir = Path(results_dir) if results_dir else RESULTS_DIR
+    out_dir = Path(results_dir) if results_dir else Path(store.data_dir) / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
+    result: BenchResult = module.run(store, results_dir=out_dir, **options)
     path = out_dir / f"{name}.json"
     path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
     return result, path

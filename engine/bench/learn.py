@@ -9,7 +9,7 @@
 5. trajectory-wise GRPO from the SFT adapter on the training environments;
 6. evaluate SFT and SFT+GRPO on the held-out environments with the same budget in ``react`` and in the unseen
    ``oneshot`` scaffold: medal rate, valid rate, HumanRank (mean ± SEM over seeds) and the relative gain;
-7. plot the GRPO reward curve to ``benchmarks/results/learn_reward.png``.
+7. plot the GRPO reward curve to ``learn_reward.png`` beside the result file.
 
 Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and
 runs stay clean; a ``bench`` run in the user's store records the summary."""
@@ -37,7 +37,7 @@ from ..rl.sft import SFTRun
 from ..sandbox import get_backend
 from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
-from . import RESULTS_DIR, BenchResult
+from . import BenchResult
 from ._learn_macros import macro_tokens
 
 
@@ -155,7 +155,7 @@ def _fmt(rate: dict[str, float]) -> str:
 
 
 def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0, workdir: str | None = None,
-        results_dir: str | None = None, progress: Callable[[str], None] | None = None, **_: Any) -> BenchResult:
+        results_dir: str | Path, progress: Callable[[str], None] | None = None, **_: Any) -> BenchResult:
     plan = plan or (QUICK if quick else FULL)
     log = progress or _log
     t_start = time.monotonic()
@@ -249,7 +249,7 @@ def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int 
                     "relative_gain": (b / a - 1) if a > 0 else None, "human_rank_delta": hr_b - hr_a}
 
         metrics = bs.runs.metrics(trainer.run_id)
-        out_dir = Path(results_dir) if results_dir else RESULTS_DIR
+        out_dir = Path(results_dir)
         png = plot_rewards(metrics, out_dir / ("learn_reward_quick.png" if quick else "learn_reward.png"),
                            sft_medal=reports[("SFT", "react")].summary["any_medal"]["mean"])
         react, unseen = gain("react"), gain(plan.unseen)

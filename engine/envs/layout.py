@@ -8,6 +8,10 @@ On disk (``<data dir>/envs/<env id>/``, MLE-bench-like)::
     generator.py       the program that produced the data (re-runnable: same RNG seed → same file hashes)
     env.json           blueprint, scenario, rng seed, leaderboard, thresholds (a copy of the store row)
 
+An environment is built in a private folder ``envs/.build-<id>-<random>/`` (with an ``.owner`` file: the
+building process) and renamed to ``envs/<id>/`` once stored, so a crash or a second process never leaves or
+touches a half-made ``envs/<id>/``.
+
 ``grade.json``::
 
     {"metric": "log_loss", "lower_is_better": true, "id_column": "id",
@@ -22,9 +26,12 @@ A submission is graded by aligning it on the id column with ``answers.csv`` and 
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from store import process
 
 from ..errors import SandmleError
 
@@ -113,3 +120,14 @@ def envs_root(store) -> Path:
     path = store.data_dir / "envs"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+#: the name prefix of an environment folder being built
+BUILD_PREFIX = ".build-"
+
+
+def new_build_dir(root: Path, env_id: str) -> Path:
+    """A private folder under ``root`` to build environment ``env_id`` in, owned by this process."""
+    folder = Path(tempfile.mkdtemp(prefix=f"{BUILD_PREFIX}{env_id}-", dir=root))
+    (folder / ".owner").write_text(process.tag())
+    return folder

@@ -57,10 +57,12 @@ def _stat(values: list[float]) -> dict[str, float | None]:
 
 
 def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | None]], list[dict[str, Any]]]:
-    """(summary: each rate as mean ± SEM over seeds — ``None`` when n/a everywhere —, per-competition table)."""
+    """(summary: each rate as mean ± SEM over seeds — ``None`` when n/a everywhere —, per-competition table).
+    Episodes that could not run (an ``error``: unreachable policy endpoint, sandbox failure) are not results: left
+    out of everything."""
     by_seed: dict[Any, list[dict[str, float | None]]] = {}
     by_env: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
+    for r in results_only(rows):
         by_seed.setdefault(r.get("rng_seed"), []).append(rates_of(r))
         by_env.setdefault(r["env_id"], []).append(r)
     summary = {}
@@ -83,8 +85,14 @@ def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | N
 
 def left_out(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Episodes whose medals and HumanRank are n/a (no leaderboard), and their competitions."""
+    rows = results_only(rows)
     envs = sorted({r["env_id"] for r in rows if not has_board(r)})
     return {"episodes": sum(1 for r in rows if not has_board(r)), "envs": envs}
+
+
+def results_only(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The episodes that ran (those with an ``error`` could not: they are counted apart)."""
+    return [r for r in rows if not r.get("error")]
 
 
 def fmt(value: float | None, digits: int = 3) -> str:

@@ -47,6 +47,10 @@ class EvalReport:
     status: str = "done"
     skipped: list[dict[str, str]] = field(default_factory=list)  #: competitions not run ({"id", "reason"})
     left_out: dict[str, Any] = field(default_factory=dict)  #: episodes without a leaderboard (medals n/a)
+    #: episodes that could not run (an unreachable policy endpoint, a sandbox failure): left out of every rate
+    errors: int = 0
+    #: the first of their errors
+    error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,7 +65,9 @@ def result_row(traj, scaffold: str) -> dict[str, Any]:
             "bronze": bool(g.get("bronze_medal")), "above_median": bool(g.get("above_median")),
             "human_rank": g.get("human_rank"), "reward": traj.reward,
             # medal thresholds and HumanRank exist only against a leaderboard; without one they are n/a, not 0
-            "has_leaderboard": g.get("gold_threshold") is not None}
+            "has_leaderboard": g.get("gold_threshold") is not None,
+            # an episode that could not run is not a result (`runs resume` plays it again)
+            "error": traj.error if traj.status == "error" else None}
 
 
 def _episode_in_process(args: tuple) -> dict[str, Any]:
@@ -139,8 +145,44 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
               "skipped": [s.to_dict() for s in skipped]}
     run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
     jobs = [(env, seed) for seed in seeds for env in envs]
-    kw = dict(max_turns=turns, step_timeout_s=step_timeout_s, episode_timeout_s=episode_timeout_s, reward=reward)
-    rows: list[dict[str, Any]] = []
+    return _execute(store, run_id, config, policy_obj, jobs, progress)
+
+
+def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | None = None) -> EvalReport:
+    """Finish an eval run that was killed or stopped: the episodes it has not stored (and those that could not
+    run) are played with the same seeds and settings; the ones it finished are kept."""
+    row = store.runs.get(run_id)
+    if row["kind"] != "eval":
+        raise SandmleError(f"run {row['id']} is a {row['kind']} run, not an eval run")
+    if row["status"] == "done":
+        raise SandmleError(f"eval run {row['id']} already finished")
+    config = row["config"]
+    if config.get("policy_spec") is None:
+        raise SandmleError(f"eval run {row['id']} evaluated a policy object, not a spec: it cannot be resumed")
+    envs = {env_id: EnvSpec.from_store(store, env_id) for env_id in config["envs"]}
+    jobs = [(envs[env_id], seed) for env_id, seed in missing_episodes(store, row["id"])]
+    store.runs.drop_eval_errors(row["id"])  # episodes that could not run get another try
+    store.runs.start(row["id"])
+    policy_obj = load_policy(config["policy_spec"]) if config["executor"] == "thread" else None
+    return _execute(store, row["id"], config, policy_obj, jobs, progress)
+
+
+def missing_episodes(store, run_id: str) -> list[tuple[str, int]]:
+    """The (environment id, seed) episodes of an eval run with no result yet (or one that could not run)."""
+    config = store.runs.get(run_id)["config"]
+    finished = {(r["env_id"], r["rng_seed"]) for r in store.runs.eval_results(run_id) if not r.get("error")}
+    return [(env_id, seed) for seed in config["rng_seeds"] for env_id in config["envs"]
+            if (env_id, seed) not in finished]
+
+
+def _execute(store, run_id: str, config: dict[str, Any], policy_obj: Any, jobs: list[tuple[EnvSpec, int]],
+             progress: Callable[[int, int], None] | None) -> EvalReport:
+    """Play ``jobs`` (environment, seed) under eval run ``run_id``, storing each episode's result as it ends;
+    then report on every episode the run holds."""
+    scaffold, spec = config["scaffold"], config["policy_spec"]
+    kw = {"max_turns": config["max_turns"], "step_timeout_s": config["step_timeout_s"],
+          "episode_timeout_s": config["episode_timeout_s"], "reward": config["reward"]}
+    n_done = 0
     t0 = time.monotonic()
     local = threading.local()
     backends: list[Any] = []
@@ -157,38 +199,47 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
         return result_row(traj, scaffold)
 
     def done(row: dict[str, Any]) -> None:
-        rows.append(row)
+        nonlocal n_done
+        n_done += 1
         store.runs.add_eval_results(run_id, [row])
         store.runs.heartbeat(run_id)
         if progress:
-            progress(len(rows), len(jobs))
+            progress(n_done, len(jobs))
+
+    def partial() -> dict[str, Any]:
+        return {"partial": aggregate(store.runs.eval_results(run_id))[0]}
 
     status = "done"
     try:
-        if executor == "thread":
-            run_parallel(one, jobs, workers=workers, kind="thread", on_done=done)
+        if config["executor"] == "thread":
+            run_parallel(one, jobs, workers=config["workers"], kind="thread", on_done=done)
         else:
             items = [(str(store.path), env, spec, scaffold, seed, run_id, kw) for env, seed in jobs]
-            run_parallel(_episode_in_process, items, workers=workers, kind="process", on_done=done)
+            run_parallel(_episode_in_process, items, workers=config["workers"], kind="process", on_done=done)
     except KeyboardInterrupt:
         status = "stopped"
         raise
     except BaseException as exc:
         status = "failed"
-        store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}",
-                          summary={"partial": aggregate(rows)[0] if rows else {}})
+        store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}", summary=partial())
         raise
     finally:
         for b in backends:
             b.close()
         if status == "stopped":
-            store.runs.finish(run_id, "stopped", summary={"partial": aggregate(rows)[0] if rows else {}},
-                              error="interrupted")
+            store.runs.finish(run_id, "stopped", summary=partial(), error="interrupted")
+    rows = store.runs.eval_results(run_id)  # this attempt's episodes and those of an earlier, killed one
+    errors = [r for r in rows if r.get("error")]
     summary, table = aggregate(rows)
-    report = EvalReport(run_id=run_id, policy=label, scaffold=scaffold, n_envs=len(envs), rng_seeds=seeds,
-                        n_episodes=len(rows), summary=summary, per_env=table, wall_s=time.monotonic() - t0,
-                        skipped=[s.to_dict() for s in skipped], left_out=left_out(rows))
-    store.runs.finish(run_id, "done", summary={"summary": summary, "per_env": table, "n_episodes": len(rows),
-                                               "wall_s": report.wall_s, "skipped": report.skipped,
-                                               "left_out": report.left_out})
+    report = EvalReport(run_id=run_id, policy=config["policy"], scaffold=scaffold, n_envs=len(config["envs"]),
+                        rng_seeds=config["rng_seeds"], n_episodes=len(rows) - len(errors), summary=summary,
+                        per_env=table, wall_s=time.monotonic() - t0, skipped=config.get("skipped", []),
+                        left_out=left_out(rows), errors=len(errors), error=errors[0]["error"] if errors else None)
+    result = {"summary": summary, "per_env": table, "n_episodes": report.n_episodes, "errors": report.errors,
+              "wall_s": report.wall_s, "skipped": report.skipped, "left_out": report.left_out}
+    if rows and len(errors) == len(rows):
+        report.status = "failed"
+        store.runs.finish(run_id, "failed", summary=result, error=f"every episode failed to run: {report.error}")
+    else:
+        store.runs.finish(run_id, "done", summary=result)
     return report

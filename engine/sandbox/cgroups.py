@@ -11,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
 CONTROLLERS = ("pids", "memory", "cpuacct")
+#: the folder name of a run's cgroup is PREFIX + the run's id
+PREFIX = "sandmle-"
 
 
 def _own_path(controller: str) -> str:
@@ -69,7 +71,7 @@ class RunCgroup:
             parent = controller_dir(controller)
             if parent is None:
                 continue
-            path = parent / f"sandmle-{name}"
+            path = parent / f"{PREFIX}{name}"
             try:
                 path.mkdir(exist_ok=True)
             except OSError:
@@ -85,6 +87,16 @@ class RunCgroup:
                 group.dirs[controller] = path
             else:
                 _rmdir(path)
+        return group
+
+    @classmethod
+    def existing(cls, name: str) -> "RunCgroup":
+        """The cgroups of run ``name`` that exist now (made by another process, maybe one that was killed)."""
+        group = cls(name)
+        for controller in CONTROLLERS:
+            parent = controller_dir(controller)
+            if parent is not None and (parent / f"{PREFIX}{name}").is_dir():
+                group.dirs[controller] = parent / f"{PREFIX}{name}"
         return group
 
     @property
@@ -152,6 +164,16 @@ class RunCgroup:
         for path in self.dirs.values():
             _rmdir(path)
         self.dirs.clear()
+
+
+def run_cgroup_names() -> list[str]:
+    """The names of every run cgroup present (in this process's part of the hierarchy), whoever made it."""
+    names: set[str] = set()
+    for controller in CONTROLLERS:
+        parent = controller_dir(controller)
+        if parent is not None:
+            names.update(p.name[len(PREFIX):] for p in parent.glob(f"{PREFIX}*") if p.is_dir())
+    return sorted(names)
 
 
 def _rmdir(path: Path) -> None:

@@ -21,6 +21,8 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
+from store import process
+
 from ..errors import SandboxError
 from . import features as _features
 from .base import HostFolderFiles, Limits, RunResult, SandboxBackend, Workspace, new_run_id
@@ -40,7 +42,7 @@ class LocalWorkspace(HostFolderFiles, Workspace):
         self.mounted_at = time.time() if quota else 0.0  # a warm spare cloned before this cannot see the mount
         self._closed = False
         # a workspace nobody closed is still unmounted and removed (when collected, or at interpreter exit)
-        self._finalizer = weakref.finalize(self, _remove_workspace, holder, quota)
+        self._finalizer = weakref.finalize(self, remove_workspace, holder)
 
     # ------------------------------------------------------------------ files
     def _after_write(self, target: Path) -> None:
@@ -78,29 +80,22 @@ class LocalWorkspace(HostFolderFiles, Workspace):
             self._finalizer()
 
 
-def _owner_tag(pid: int) -> str:
-    """pid and start time (so a reused pid does not pass for the owner)."""
-    try:
-        start = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        start = "?"
-    return f"{pid} {start}"
-
-
-def _sweep_stale(work_root: Path) -> None:
-    """Unmount and remove workspaces whose owning process is gone (killed before it could close them)."""
-    for holder in work_root.glob("ws-*"):
+def stale_workspaces(work_root: Path) -> list[Path]:
+    """Workspaces whose owning process is gone (killed before it could close them)."""
+    stale = []
+    for holder in sorted(work_root.glob("ws-*")) if work_root.is_dir() else []:
         try:
-            tag = (holder / ".owner").read_text().strip()
-            pid = int(tag.split()[0])
-        except (OSError, ValueError, IndexError):
+            owner = (holder / ".owner").read_text()
+        except OSError:
             continue
-        if _owner_tag(pid) != tag:
-            _remove_workspace(holder, os.path.ismount(holder))
+        if process.tag_gone(owner):
+            stale.append(holder)
+    return stale
 
 
-def _remove_workspace(holder: Path, quota: bool) -> None:
-    if quota:
+def remove_workspace(holder: Path) -> None:
+    """Unmount (a quota tmpfs) and remove a workspace folder."""
+    if os.path.ismount(holder):
         subprocess.run(["umount", "-l", str(holder)], capture_output=True)
     shutil.rmtree(holder, ignore_errors=True)
 
@@ -148,7 +143,8 @@ class LocalBackend(SandboxBackend):
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.work_root = base / "workspaces"
         self.work_root.mkdir(parents=True, exist_ok=True)
-        _sweep_stale(self.work_root)
+        for holder in stale_workspaces(self.work_root):
+            remove_workspace(holder)
         self._warm_worker = None
         self._warm_lock = threading.Lock()
         self._warm_error: str | None = None
@@ -163,6 +159,7 @@ class LocalBackend(SandboxBackend):
                                    capture_output=True).returncode == 0
         ws = LocalWorkspace(self, holder, label, quota)
         try:
+            (holder / ".owner").write_text(process.tag())  # first: a kill from here on leaves a workspace to sweep
             if source is not None:
                 source = Path(source)
                 if not source.is_dir():
@@ -173,7 +170,6 @@ class LocalBackend(SandboxBackend):
             else:
                 ws.path.mkdir()
             (holder / ".root").mkdir()
-            (holder / ".owner").write_text(_owner_tag(os.getpid()))
             self._give(ws.path)
         except BaseException:
             ws.close()

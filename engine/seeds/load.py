@@ -10,8 +10,9 @@ from ..errors import SeedError
 from .mlebench import is_mlebench_folder, load_mlebench_folder
 from .seed import Seed, load_seed_folder
 
-#: the seeds shipped with the project (``seeds/`` at the repository root)
-SHIPPED_SEEDS = Path(__file__).resolve().parents[2] / "seeds"
+#: the seeds shipped with the project (``seeds/`` at the repository root, linked here as package data so that a
+#: wheel carries them too)
+SHIPPED_SEEDS = Path(__file__).parent / "shipped"
 
 
 def discover(path: str | Path) -> list[Seed]:
@@ -40,12 +41,40 @@ def discover(path: str | Path) -> list[Seed]:
     return seeds
 
 
-def import_seeds(store: Store, path: str | Path) -> list[Seed]:
-    """Validate every seed under PATH first, then store them all in one transaction (all or nothing)."""
-    seeds = discover(path)
+def changed_fields(store: Store, seed: Seed) -> list[str]:
+    """What differs between ``seed`` and the stored seed of the same id (nothing for a new seed). Tags are the
+    user's to curate (merged on import), and where the folder lives is not content."""
+    row = store.seeds.get(seed.id, missing_ok=True)
+    if row is None:
+        return []
+    old = Seed.from_row(row)
+    return [name for name in Seed.__dataclass_fields__ if name not in ("tags", "source_path")
+            and getattr(old, name) != getattr(seed, name)]
+
+
+def store_seeds(store: Store, seeds: list[Seed], *, force: bool = False) -> dict[str, list[str]]:
+    """Store ``seeds`` in one transaction (all or nothing); returns {seed id: changed fields} for each one that
+    replaced a different stored version. A changed seed that environments were synthesized from is refused, with
+    what changed, unless ``force``."""
+    changes: dict[str, list[str]] = {}
     with store.transaction():
         for seed in seeds:
+            changed = changed_fields(store, seed)
+            if changed:
+                n_envs = store.envs.count(seed_id=seed.id)
+                if n_envs and not force:
+                    raise SeedError(f"{seed.source_path or seed.id}: seed {seed.id!r} changed ({', '.join(changed)}) "
+                                    f"and {n_envs} environment(s) were synthesized from the stored version",
+                                    hint="--force replaces it; those environments keep the data they were made from")
+                changes[seed.id] = changed
             store.seeds.upsert(seed.to_row())
+    return changes
+
+
+def import_seeds(store: Store, path: str | Path, *, force: bool = False) -> list[Seed]:
+    """Validate every seed under PATH first, then store them all (see :func:`store_seeds`)."""
+    seeds = discover(path)
+    store_seeds(store, seeds, force=force)
     return seeds
 
 

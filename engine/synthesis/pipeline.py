@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -20,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..config import load_settings
-from ..envs.layout import GradeSpec, envs_root
-from ..errors import SandmleError, SynthesisError
+from ..envs.layout import GradeSpec, envs_root, new_build_dir
+from ..errors import InfrastructureError, SandmleError, SynthesisError
 from ..grading.metrics import METRICS, get_metric
 from ..sandbox import Limits, get_backend
 from . import prompts
@@ -43,7 +44,7 @@ DUPLICATE_SIMILARITY = 0.85
 class EnvOutcome:
     env_id: str
     seed_id: str
-    status: str  #: verified | rejected
+    status: str  #: verified | rejected | error (could not run: nothing stored)
     reason: str = ""
     wall_s: float = 0.0
     metric: str = ""
@@ -68,10 +69,16 @@ class SynthReport:
     def verified(self) -> list[EnvOutcome]:
         return [o for o in self.outcomes if o.status == "verified"]
 
+    @property
+    def errors(self) -> list[EnvOutcome]:
+        """Attempts that could not run (an unreachable backend): not verdicts, nothing stored."""
+        return [o for o in self.outcomes if o.status == "error"]
+
     def summary(self) -> dict[str, Any]:
-        n_ok = len(self.verified)
+        n_ok, n_err = len(self.verified), len(self.errors)
         return {"run_id": self.run_id, "seed_id": self.seed_id, "backend": self.backend,
-                "attempted": len(self.outcomes), "verified": n_ok, "rejected": len(self.outcomes) - n_ok,
+                "attempted": len(self.outcomes), "verified": n_ok, "rejected": len(self.outcomes) - n_ok - n_err,
+                "errors": n_err,
                 "wall_s": round(self.wall_s, 2),
                 "verified_per_min": round(n_ok / self.wall_s * 60, 2) if self.wall_s > 0 else 0.0,
                 "stopped": self.stopped}
@@ -138,28 +145,38 @@ class Synthesizer:
                         + (f" ({feedback})" if feedback else ""))
 
     # ------------------------------------------------------------------ one environment
-    def new_env_id(self, index: int) -> str:
+    def reserve_env_id(self, index: int) -> str:
+        """The environment id of attempt ``index``, claimed in the store (a ``pending`` row): the same RNG seed
+        gives the same id, and a second batch with it gets ``…-2`` instead of touching the first one's folder."""
         base = f"{self.seed['id'][:24]}-{derive_seed(self.rng_seed, self.seed['id'], index):08x}"[:40]
-        env_id, n = base, 1
-        while self.store.envs.get(env_id, missing_ok=True) is not None:
-            n += 1
-            env_id = f"{base}-{n}"
-        return env_id
+        seed = self.seed
+        return self.store.envs.reserve(base, {
+            "seed_id": seed["id"], "run_id": self.run_id, "title": f"{seed['title']} (being built)",
+            "modality": seed["modality"], "task_type": seed["task_type"], "metric": seed["metric"],
+            "lower_is_better": int(seed["lower_is_better"]), "id_column": seed["id_column"],
+            "target_columns": seed["target_columns"], "backend": self.llm.name}, envs_root(self.store))
 
     def run_one(self, index: int) -> EnvOutcome:
         start = time.perf_counter()
         env_seed = derive_seed(self.rng_seed, self.seed["id"], index)
         rng = np.random.default_rng(env_seed)
-        with self._lock:
-            env_id = self.new_env_id(index)
-        env_dir = envs_root(self.store) / env_id
-        state: dict[str, Any] = {"env_id": env_id, "env_dir": env_dir, "rng": rng}
+        env_id = self.reserve_env_id(index)
+        root = envs_root(self.store)
+        # built in a private folder, renamed to envs/<id> when stored (engine.envs.layout)
+        state: dict[str, Any] = {"env_id": env_id, "env_dir": new_build_dir(root, env_id), "final_dir": root / env_id,
+                                 "rng": rng}
         try:
             outcome = self._pipeline(state)
         except _Rejected as exc:
             outcome = self._reject(state, exc.reason)
+        except InfrastructureError as exc:  # not a verdict on the environment: nothing is stored
+            outcome = EnvOutcome(env_id=env_id, seed_id=self.seed["id"], status="error", reason=str(exc))
         except SandmleError as exc:
             outcome = self._reject(state, f"{type(exc).__name__}: {exc}")
+        finally:
+            if state["env_dir"].exists():  # not stored (an error, or an exception on its way out)
+                shutil.rmtree(state["env_dir"], ignore_errors=True)
+                self.store.envs.drop_pending(env_id)
         outcome.wall_s = round(time.perf_counter() - start, 3)
         return outcome
 
@@ -335,5 +352,9 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
         if isinstance(backend, str):
             llm.close()
     report.outcomes.sort(key=lambda o: o.env_id)
-    store.runs.finish(run_id, "done", summary=report.summary())
+    if report.outcomes and len(report.errors) == len(report.outcomes):
+        store.runs.finish(run_id, "failed", summary=report.summary(),
+                          error=f"every attempt failed to run: {report.errors[0].reason}")
+    else:
+        store.runs.finish(run_id, "done", summary=report.summary())
     return report

@@ -4,6 +4,7 @@ leaderboard, thresholds and verification, in one transaction."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,9 @@ def _count_rows(path: Path) -> int | None:
 
 def store_environment(store: Store, st: dict[str, Any], *, seed: dict[str, Any], run_id: str, backend: str, status: str,
                       reason: str) -> str:
-    """Write env.json and store the row, files and leaderboard in one transaction."""
-    env_id, env_dir = st["env_id"], Path(st["env_dir"])
-    env_dir.mkdir(parents=True, exist_ok=True)
+    """Write env.json, move the build folder to its place (``final_dir``) and turn the reserved row into the
+    environment's row with its files and leaderboard, in one transaction."""
+    env_id, env_dir, final_dir = st["env_id"], Path(st["env_dir"]), Path(st["final_dir"])
     bp = st.get("blueprint")
     spec = st.get("spec")
     scenario = st.get("scenario") or {}
@@ -45,12 +46,17 @@ def store_environment(store: Store, st: dict[str, Any], *, seed: dict[str, Any],
         "target_columns": spec.target_columns if spec else seed["target_columns"],
         "n_train": _count_rows(env_dir / "public" / "train.csv"), "n_test": _count_rows(env_dir / "public" / "test.csv"),
         "backend": backend, "rng_seed": st.get("data_seed"), "blueprint": bp.to_dict() if bp else {},
-        "scenario": scenario, "thresholds": thresholds, "verification": verification, "dir": str(env_dir),
+        "scenario": scenario, "thresholds": thresholds, "verification": verification, "dir": str(final_dir),
         "fingerprint": fingerprint(scenario) if scenario else None,
     }
     meta = {k: v for k, v in row.items() if k not in ("verification",)}
     meta["leaderboard"] = board
     meta["grade"] = spec.to_dict() if spec else None
     (env_dir / "env.json").write_text(json.dumps(meta, indent=2, default=str, sort_keys=True) + "\n")
-    store.envs.add(row, files=file_rows(env_dir), leaderboard=board)
+    (env_dir / ".owner").unlink(missing_ok=True)
+    files = file_rows(env_dir)
+    if final_dir.exists():  # left by an older version under an id this run has reserved: not another run's
+        shutil.rmtree(final_dir)
+    env_dir.rename(final_dir)  # a crash before the row below leaves a pending row + folder: cleared at open
+    store.envs.add(row, files=files, leaderboard=board, replace=True)
     return env_id

@@ -26,8 +26,7 @@ def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str |
         for n in available():
             click.echo(n)
         return
-    result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else ctx.store.data_dir / "bench",
-                                 quick=quick)
+    result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick)
     if as_json:
         emit_json(result.to_dict())
     else:

@@ -19,14 +19,21 @@ JOB_ID_VARIABLE = "SANDMLE_JOB_ID"
 class Context:
     def __init__(self, debug: bool = False):
         self.debug = debug
+        #: clear what killed processes left when the store opens (``doctor --deep`` looks at it first)
+        self.clear_leftovers = True
         self._store = None
 
     @property
     def store(self):
+        """The store, opened as every command opens it (see :func:`engine.upkeep.open_store`), once the settings
+        are known to be valid (a bad config is one line and exit 2 for every command)."""
         if self._store is None:
-            from store import Store
+            # here, not at the top: `sandmle --help` stays fast
+            from engine.config import load_settings
+            from engine.upkeep import open_store
 
-            self._store = Store()
+            load_settings()
+            self._store = open_store(clear_leftovers=self.clear_leftovers)
             # a workbench job made its run row in advance: the run this command creates takes it over, and
             # commands this one starts do not (the variable leaves the environment here)
             self._store.runs.adopt_id = os.environ.pop(JOB_ID_VARIABLE, None)

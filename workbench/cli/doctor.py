@@ -14,6 +14,7 @@ import click
 from engine.config import config_path, load_settings
 from engine.errors import ConfigError
 from engine.sandbox import features
+from engine.upkeep import Finding, deep_check
 from store import Store
 from store.migrations import LATEST
 
@@ -144,14 +145,31 @@ def run_checks(store: Store) -> list[Check]:
 
 
 @click.command()
+@click.option("--deep", is_flag=True,
+              help="Also check the store's integrity, every verified environment's files against their hashes, "
+                   "orphan folders and what killed processes left (stuck runs, workspaces, half-built "
+                   "environments).")
+@click.option("--repair", is_flag=True, help="With --deep: fix what is safe to fix, and say what was done.")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @pass_ctx
-def doctor(ctx: Context, as_json: bool) -> None:
-    """Check Python, torch (CPU/CUDA), the data dir, the store schema, sandbox isolation and optional backends."""
+def doctor(ctx: Context, deep: bool, repair: bool, as_json: bool) -> None:
+    """Check Python, torch (CPU/CUDA), the data dir, the store schema, sandbox isolation and optional backends;
+    --deep also checks the data (exit 1 while something is wrong)."""
+    if repair and not deep:
+        raise click.UsageError("--repair goes with --deep")
     config = _config_check()
+    if not config.ok:  # a bad config is a usage error, as for every other command
+        if as_json:
+            emit_json([config.to_dict()])
+        else:
+            click.echo(f"FAIL config  {config.detail}  → {config.fix}")
+        raise SystemExit(2)
+    ctx.clear_leftovers = not deep  # --deep shows what a crash left before anything clears it
     checks = [config, *run_checks(ctx.store)]
+    problems = deep_check(ctx.store, repair=repair) if deep else []
     if as_json:
-        emit_json([c.to_dict() for c in checks])
+        emit_json({"checks": [c.to_dict() for c in checks], "problems": [p.to_dict() for p in problems]}
+                  if deep else [c.to_dict() for c in checks])
     else:
         width = max(len(c.name) for c in checks)
         for c in checks:
@@ -160,10 +178,24 @@ def doctor(ctx: Context, as_json: bool) -> None:
             if not c.ok and c.fix:
                 line += f"  → {c.fix}"
             click.echo(line)
-    if not config.ok:
-        raise SystemExit(2)  # a bad config is a usage error, as for every other command
-    if any(not c.ok and not c.optional for c in checks):
+        if deep:
+            _print_problems(problems, repair)
+    if any(not c.ok and not c.optional for c in checks) or any(not p.repaired for p in problems):
         raise SystemExit(1)
+
+
+def _print_problems(problems: list[Finding], repair: bool) -> None:
+    if not problems:
+        click.echo("deep: nothing wrong")
+        return
+    for p in problems:
+        mark = "fixed" if p.repaired else "FAIL "
+        click.echo(f"{mark} {p.check}: {p.subject}: {p.problem}" + (f" → {p.action}" if p.action else ""))
+    left = sum(not p.repaired for p in problems)
+    if left:
+        click.echo(f"deep: {left} problem(s)" + ("" if repair else " (--repair fixes what is safe to fix)"))
+    else:
+        click.echo(f"deep: repaired {len(problems)} problem(s)")
 
 
 def _config_check() -> Check:

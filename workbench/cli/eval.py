@@ -64,6 +64,12 @@ def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: st
                           max_turns=max_turns, step_timeout_s=step_timeout, episode_timeout_s=episode_timeout,
                           workers=workers, executor=executor, name=name, skipped=chosen.skipped,
                           progress=lambda done, total: bar.update(done - bar.pos))
+    show_report(report, as_json=as_json, as_markdown=as_markdown, wide=wide)
+
+
+def show_report(report, *, as_json: bool = False, as_markdown: bool = False, wide: bool = False) -> None:
+    """Print an eval report (tables, Markdown or JSON); episodes that could not run are a line on stderr, and when
+    every episode failed that way the command exits 1."""
     if as_json:
         emit_json(report.to_dict())
     elif as_markdown:
@@ -72,6 +78,12 @@ def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: st
         click.echo(markdown(report.summary, report.per_env, skipped=report.skipped, excluded=report.left_out), nl=False)
     else:
         _print_report(report, wide)
+    if report.errors:
+        click.echo(f"{report.errors} episode(s) could not run and are left out of the rates "
+                   f"(`sandmle runs resume {report.run_id}` retries them): {report.error}", err=True)
+    if report.status == "failed":
+        click.echo(f"error: every episode of eval run {report.run_id} failed to run: {report.error}", err=True)
+        raise SystemExit(1)
 
 
 def _print_report(report, wide: bool) -> None:

@@ -10,7 +10,7 @@ import click
 
 from store import process
 
-from .common import Context, emit_json, pass_ctx, table, wide_option
+from .common import Context, emit_json, pass_ctx, progress, table, wide_option
 
 
 def _alive(row: dict) -> bool:
@@ -95,7 +95,8 @@ def stop(ctx: Context, run_id: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
 @pass_ctx
 def resume(ctx: Context, run_id: str, as_json: bool) -> None:
-    """Continue a stopped, failed or killed run from its last checkpoint, with the same config."""
+    """Continue a stopped, failed or killed run with the same config: training from its last checkpoint, an eval
+    with the episodes it has not finished (same seeds)."""
     from engine.errors import TrainingError
 
     row = ctx.store.runs.get(run_id)
@@ -113,5 +114,13 @@ def resume(ctx: Context, run_id: str, as_json: bool) -> None:
         from .train import _run_sft
 
         _run_sft(SFTRun.resume(ctx.store, row["id"]), as_json)
+    elif row["kind"] == "eval":
+        from engine.eval.run import missing_episodes, resume_eval
+
+        from .eval import show_report
+
+        with progress(len(missing_episodes(ctx.store, row["id"])), f"eval {row['id']}") as bar:
+            report = resume_eval(ctx.store, row["id"], progress=lambda done, total: bar.update(done - bar.pos))
+        show_report(report, as_json, wide=False)
     else:
-        raise TrainingError(f"run {row['id']} is a {row['kind']} run; only sft and grpo runs resume")
+        raise TrainingError(f"run {row['id']} is a {row['kind']} run; sft, grpo and eval runs resume")

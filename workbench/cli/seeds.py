@@ -73,29 +73,33 @@ def show(ctx: Context, seed_id: str, as_json: bool, wide: bool) -> None:
 @seeds.command("import")
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised.")
+@click.option("--force", is_flag=True,
+              help="Replace a stored seed that changed even though environments were synthesized from it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the imported seeds as JSON.")
 @pass_ctx
-def import_(ctx: Context, path: str, metric: str | None, as_json: bool) -> None:
+def import_(ctx: Context, path: str, metric: str | None, force: bool, as_json: bool) -> None:
     """Import a seed folder, an MLE-bench competition folder, or a folder of them.
 
-    Every seed is validated before anything is stored: one bad seed stores none.
+    Every seed is validated before anything is stored: one bad seed stores none. A seed whose content changed
+    under the same id says what changed; while environments depend on it, only --force replaces it.
     """
     from pathlib import Path
 
-    from engine.seeds.load import import_seeds
+    from engine.seeds.load import discover, store_seeds
     from engine.seeds.mlebench import is_mlebench_folder, load_mlebench_folder
 
     if metric and is_mlebench_folder(Path(path)):
-        seed = load_mlebench_folder(path, metric=metric)
-        ctx.store.seeds.upsert(seed.to_row())
-        imported = [seed]
+        imported = [load_mlebench_folder(path, metric=metric)]
     else:
-        imported = import_seeds(ctx.store, path)
+        imported = discover(path)
+    changes = store_seeds(ctx.store, imported, force=force)
     if as_json:
-        emit_json([{"id": s.id, "modality": s.modality, "metric": s.metric, "source_format": s.source_format}
-                   for s in imported])
-    else:
-        click.echo(f"imported {len(imported)} seed(s): {', '.join(s.id for s in imported)}")
+        emit_json([{"id": s.id, "modality": s.modality, "metric": s.metric, "source_format": s.source_format,
+                    "changed": changes.get(s.id, [])} for s in imported])
+        return
+    click.echo(f"imported {len(imported)} seed(s): {', '.join(s.id for s in imported)}")
+    for seed_id, changed in changes.items():
+        click.echo(f"  {seed_id}: replaced the stored version (changed: {', '.join(changed)})")
 
 
 @seeds.command("enable")

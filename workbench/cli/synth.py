@@ -21,7 +21,8 @@ from .common import Context, emit_json, pass_ctx, progress, table, wide_option
 @pass_ctx
 def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, rng_seed: int | None,
           as_json: bool, wide: bool) -> None:
-    """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons."""
+    """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
+    none was verified; attempts the backend could not answer are counted as errors, not rejections."""
     from engine.config import load_settings
     from engine.synthesis.pipeline import synthesize
 
@@ -36,14 +37,21 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
 
         report = synthesize(ctx.store, seed_id, count, backend=backend, workers=workers, rng_seed=rng_seed,
                             settings=settings, on_done=done)
+    s = report.summary()
     if as_json:
         emit_json(report.to_dict())
-        return
-    table([(o.env_id, o.status, o.metric, _fmt(o.trivial), _fmt(o.strong), f"{o.wall_s:.1f}", o.reason)
-           for o in report.outcomes], ["env", "status", "metric", "constant", "strong", "s", "reason"], wide=wide)
-    s = report.summary()
-    click.echo(f"{s['verified']}/{s['attempted']} verified in {s['wall_s']:.1f}s "
-               f"({s['verified_per_min']:.1f}/min) · run {s['run_id']}")
+    else:
+        table([(o.env_id, o.status, o.metric, _fmt(o.trivial), _fmt(o.strong), f"{o.wall_s:.1f}", o.reason)
+               for o in report.outcomes], ["env", "status", "metric", "constant", "strong", "s", "reason"], wide=wide)
+        click.echo(f"{s['verified']}/{s['attempted']} verified in {s['wall_s']:.1f}s "
+                   f"({s['verified_per_min']:.1f}/min) · run {s['run_id']}")
+    if report.errors:
+        click.echo(f"{len(report.errors)} of {s['attempted']} attempt(s) could not run (not counted as rejected): "
+                   f"{report.errors[0].reason}", err=True)
+    if not report.verified:
+        click.echo(f"error: no environment was verified ({s['rejected']} rejected, {s['errors']} could not run)",
+                   err=True)
+        raise SystemExit(1)
 
 
 def _fmt(v: float | None) -> str:

@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ...config import AnthropicSettings
-from ...errors import SynthesisError
+from ...errors import InfrastructureError, SynthesisError
 from .base import Completion, LLMBackend, cost_usd, extract_json
 
 
@@ -42,9 +42,10 @@ class AnthropicBackend(LLMBackend):
                 messages=[{"role": "user", "content": prompt}],
             )
         except anthropic.APIStatusError as exc:
-            raise SynthesisError(f"anthropic API error {exc.status_code} for role {role}: {exc.message}") from None
+            raise InfrastructureError(
+                f"anthropic API error {exc.status_code} for role {role}: {exc.message}") from None
         except anthropic.APIConnectionError as exc:
-            raise SynthesisError(f"cannot reach the anthropic API: {exc}") from None
+            raise InfrastructureError(f"cannot reach the anthropic API: {exc}") from None
         msg = raw.parse()
         text = "".join(getattr(b, "text", "") for b in msg.content)
         usage = {"backend": self.name, "model": msg.model or model, "input_tokens": msg.usage.input_tokens,

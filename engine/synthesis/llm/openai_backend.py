@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ...config import OpenAISettings
-from ...errors import SynthesisError
+from ...errors import InfrastructureError, SynthesisError
 from .base import Completion, LLMBackend, extract_json
 
 
@@ -37,9 +37,10 @@ class OpenAIBackend(LLMBackend):
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
             )
         except openai.APIStatusError as exc:
-            raise SynthesisError(f"OpenAI-compatible API error {exc.status_code} for role {role}: {exc.message}") from None
+            raise InfrastructureError(
+                f"OpenAI-compatible API error {exc.status_code} for role {role}: {exc.message}") from None
         except openai.APIConnectionError as exc:
-            raise SynthesisError(f"cannot reach {self.settings.base_url}: {exc}") from None
+            raise InfrastructureError(f"cannot reach {self.settings.base_url}: {exc}") from None
         text = resp.choices[0].message.content or ""
         u = resp.usage
         usage = {"backend": self.name, "model": resp.model or self.settings.model,

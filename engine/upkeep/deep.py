@@ -1,0 +1,70 @@
+"""``sandmle doctor --deep``: the store's integrity, every verified environment's files against their stored
+hashes, folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`). ``repair`` fixes
+what is safe to fix (leftovers, orphan folders) and says what it did; the rest is reported with what to do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store import Store, sha256_file
+
+from ..envs.layout import BUILD_PREFIX
+from . import leftovers
+from .leftovers import Finding, remove_folder
+
+#: the folders under the data dir that hold one folder per environment row
+ENV_FOLDERS = ("envs", "envs-imported")
+
+
+def deep_check(store: Store, *, repair: bool = False) -> list[Finding]:
+    """Every problem found (repaired ones marked so when ``repair``)."""
+    findings = [*_integrity(store), *_env_files(store), *_orphan_folders(store), *leftovers.find(store)]
+    if repair:
+        for finding in findings:
+            finding.repair()
+    return findings
+
+
+def _integrity(store: Store) -> list[Finding]:
+    out = []
+    verdict = store.integrity_check()
+    if verdict != "ok":
+        out.append(Finding("sqlite integrity", str(store.path), f"PRAGMA integrity_check: {verdict}"))
+    for row in store.query("PRAGMA foreign_key_check"):
+        out.append(Finding("sqlite integrity", str(store.path),
+                           f"table {row['table']} row {row['rowid']} points at a missing {row['parent']} row"))
+    return out
+
+
+def _env_files(store: Store) -> list[Finding]:
+    out = []
+    for env in store.envs.list(status="verified"):
+        folder = Path(env["dir"]) if env.get("dir") else None
+        if folder is None or not folder.is_dir():
+            out.append(Finding("environment files", env["id"], f"its folder {folder} is missing"))
+            continue
+        changed = [f["path"] for f in store.envs.files(env["id"]) if _differs(folder / f["path"], f)]
+        if changed:
+            out.append(Finding("environment files", env["id"], f"{len(changed)} file(s) differ from their stored "
+                               f"hashes: {', '.join(changed[:5])}" + (" …" if len(changed) > 5 else "")
+                               + f" (synthesize it again, or `sandmle envs delete {env['id']}`)"))
+    return out
+
+
+def _differs(path: Path, row: dict) -> bool:
+    try:
+        return path.stat().st_size != row["size"] or sha256_file(path) != row["sha256"]
+    except OSError:
+        return True
+
+
+def _orphan_folders(store: Store) -> list[Finding]:
+    claimed = {Path(r["dir"]).resolve() for r in store.query("SELECT dir FROM environments WHERE dir IS NOT NULL")}
+    out = []
+    for name in ENV_FOLDERS:
+        root = store.data_dir / name
+        for folder in sorted(root.iterdir()) if root.is_dir() else []:
+            if folder.is_dir() and not folder.name.startswith(BUILD_PREFIX) and folder.resolve() not in claimed:
+                out.append(Finding("orphan folders", str(folder), "no environment row points at this folder",
+                                   fix=lambda folder=folder: remove_folder(folder)))
+    return out
