@@ -121,6 +121,6 @@ def resume(ctx: Context, run_id: str, as_json: bool) -> None:
 
         with progress(len(missing_episodes(ctx.store, row["id"])), f"eval {row['id']}") as bar:
             report = resume_eval(ctx.store, row["id"], progress=lambda done, total: bar.update(done - bar.pos))
-        show_report(report, as_json, wide=False)
+        show_report(report, as_json=as_json)
     else:
         raise TrainingError(f"run {row['id']} is a {row['kind']} run; sft, grpo and eval runs resume")
