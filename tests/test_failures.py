@@ -5,7 +5,6 @@ environments made from it; a bad config stops every command with one line."""
 from __future__ import annotations
 
 import json
-import math
 import socket
 
 import pytest
@@ -23,19 +22,19 @@ def _closed_port() -> int:
 
 
 def test_aggregate_leaves_episodes_that_could_not_run_out_of_the_rates():
-    from engine.eval.run import aggregate
+    from engine.eval.report import aggregate, left_out
 
     def row(seed, medal, error=None):
         return {"env_id": "a", "rng_seed": seed, "valid": not error, "gold": medal, "silver": False,
                 "bronze": False, "above_median": medal, "human_rank": 1.0 if medal else 0.5, "reward": 0.9,
-                "score": 0.8, "error": error}
+                "score": 0.8, "has_leaderboard": True, "error": error}
 
     summary, table = aggregate([row(0, True), row(1, False, error="PolicyError: connection refused")])
     assert summary["any_medal"] == {"mean": 1.0, "sem": 0.0} and summary["valid"]["mean"] == 1.0
-    assert table == [{"env_id": "a", "episodes": 1, "valid": 1.0, "any_medal": 1.0, "gold": 1, "silver": 0,
-                      "bronze": 0, "mean_score": 0.8, "human_rank": 1.0, "reward": 0.9}]
+    assert [(r["env_id"], r["episodes"], r["any_medal"], r["mean_score"]) for r in table] == [("a", 1, 1.0, 0.8)]
     summary, table = aggregate([row(1, False, error="x")])
-    assert math.isnan(summary["any_medal"]["mean"]) and table == []
+    assert summary["any_medal"] == {"mean": None, "sem": None} and table == []
+    assert left_out([{**row(1, False, error="x"), "has_leaderboard": False}]) == {"episodes": 0, "envs": []}
 
 
 @pytest.mark.slow
@@ -46,7 +45,7 @@ def test_eval_against_an_unreachable_policy_endpoint_is_an_error_not_a_zero(run_
     assert res.code == 1
     report = json.loads(res.out)
     assert report["errors"] == 2 and report["n_episodes"] == 0 and report["status"] == "failed"
-    assert math.isnan(report["summary"]["any_medal"]["mean"])  # no medal rate of 0.000 from episodes never run
+    assert report["summary"]["any_medal"]["mean"] is None  # no medal rate of 0.000 from episodes never run
     assert "Connection error" in report["error"] or "connect" in report["error"].lower()
     assert res.err.strip().splitlines()[-1].startswith(f"error: every episode of eval run {report['run_id']} failed")
     run = store.runs.get(report["run_id"])
