@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -167,11 +168,18 @@ def test_doctor_deep_repair_says_what_it_fixed(seeded_home, tmp_path):
 
 
 @pytest.mark.slow
-def test_doctor_deep_finds_a_changed_environment_file(seeded_home):
-    home = seeded_home
-    code, out, err = _run(home, "synth", "--seed", SEED, "--count", "1", "--rng-seed", "2", "--json")
+def test_doctor_deep_follows_a_moved_data_dir_and_finds_a_changed_environment_file(seeded_home, tmp_path):
+    code, out, err = _run(seeded_home, "synth", "--seed", SEED, "--count", "1", "--rng-seed", "2", "--json")
     assert code == 0, err
     env_id = json.loads(out)["environments"][0]["env_id"]
+    home = tmp_path / "moved"
+    shutil.move(seeded_home, home)  # the user moves the data dir: rows still name the old folders
+    code, report = _deep(home)
+    assert code == 1
+    [moved] = report["problems"]
+    assert (moved["check"], moved["subject"]) == ("environment files", env_id) and "data dir moved" in moved["problem"]
+    code, report = _deep(home, "--repair")  # the row is pointed at envs/<id> here, never deleted as an orphan
+    assert code == 0 and report["problems"][0]["action"] == f"the row points at {home / 'envs' / env_id} now"
     train = home / "envs" / env_id / "public" / "train.csv"
     train.write_text(train.read_text().replace("\n", "\n\n", 1))
     code, report = _deep(home, "--repair")

@@ -41,14 +41,32 @@ def _env_files(store: Store) -> list[Finding]:
     for env in store.envs.list(status="verified"):
         folder = Path(env["dir"]) if env.get("dir") else None
         if folder is None or not folder.is_dir():
-            out.append(Finding("environment files", env["id"], f"its folder {folder} is missing"))
-            continue
+            moved = _moved(store, env["id"])
+            if moved is None:
+                out.append(Finding("environment files", env["id"], f"its folder {folder} is missing"))
+                continue
+            out.append(Finding("environment files", env["id"], f"its folder {folder} is missing, but {moved} holds "
+                               "it (the data dir moved?)", fix=lambda env=env, moved=moved: _relink(store, env, moved)))
+            folder = moved
         changed = [f["path"] for f in store.envs.files(env["id"]) if _differs(folder / f["path"], f)]
         if changed:
             out.append(Finding("environment files", env["id"], f"{len(changed)} file(s) differ from their stored "
                                f"hashes: {', '.join(changed[:5])}" + (" …" if len(changed) > 5 else "")
                                + f" (synthesize it again, or `sandmle envs delete {env['id']}`)"))
     return out
+
+
+def _moved(store: Store, env_id: str) -> Path | None:
+    """The environment's folder under this data dir (``envs/<id>``), when its stored path no longer exists."""
+    for name in ENV_FOLDERS:
+        if (store.data_dir / name / env_id).is_dir():
+            return store.data_dir / name / env_id
+    return None
+
+
+def _relink(store: Store, env: dict, folder: Path) -> str:
+    store.envs.update(env["id"], dir=str(folder))
+    return f"the row points at {folder} now"
 
 
 def _differs(path: Path, row: dict) -> bool:
@@ -59,12 +77,15 @@ def _differs(path: Path, row: dict) -> bool:
 
 
 def _orphan_folders(store: Store) -> list[Finding]:
-    claimed = {Path(r["dir"]).resolve() for r in store.query("SELECT dir FROM environments WHERE dir IS NOT NULL")}
+    rows = store.query("SELECT id, dir FROM environments")
+    claimed = {Path(r["dir"]).resolve() for r in rows if r["dir"]}
+    ids = {r["id"] for r in rows}  # envs/<id> of a row whose stored path is stale is not an orphan
     out = []
     for name in ENV_FOLDERS:
         root = store.data_dir / name
         for folder in sorted(root.iterdir()) if root.is_dir() else []:
-            if folder.is_dir() and not folder.name.startswith(BUILD_PREFIX) and folder.resolve() not in claimed:
+            if (folder.is_dir() and not folder.name.startswith(BUILD_PREFIX) and folder.name not in ids
+                    and folder.resolve() not in claimed):
                 out.append(Finding("orphan folders", str(folder), "no environment row points at this folder",
                                    fix=lambda folder=folder: remove_folder(folder)))
     return out
