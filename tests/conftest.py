@@ -73,6 +73,20 @@ def run_cli(home, capsys):
     return cli_runner(capsys)
 
 
+@pytest.fixture(scope="session")
+def local_ray():
+    """One local Ray for the whole session (2 CPUs, no dashboard, no token): Ray executors find it running."""
+    ray = pytest.importorskip("ray")
+    from engine.executors.ray import start_ray
+
+    started = not ray.is_initialized()
+    if started:
+        start_ray(num_cpus=2)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
 @pytest.fixture
 def seed_copy(tmp_path):
     """A writable copy of one shipped seed folder, for bad-input tests."""

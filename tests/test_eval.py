@@ -150,6 +150,27 @@ def test_cli_eval_json(run_cli):
 
 
 @pytest.mark.slow
+def test_eval_on_ray_gives_the_results_of_local(run_cli, local_ray):
+    def episodes(executor: str) -> list[tuple]:
+        res = run_cli("eval", "--policy", "scripted:skill=0.5", "--scaffold", "oneshot", "--envs",
+                      f"{TINY},{DATA / 'mlebench' / 'spooky-mini'}", "--rng-seeds", "3", "--executor", executor,
+                      "--workers", "2", "--json")
+        assert res.code == 0, res.err
+        from store import Store
+
+        with Store() as store:
+            run = store.runs.get(res.json()["run_id"])
+            assert run["config"]["executor"] == executor and run["status"] == "done"
+            rows = store.runs.eval_results(run["id"])
+            assert {r["trajectory_id"] for r in rows} == {t["id"] for t in store.trajectories.list(run_id=run["id"])}
+        return sorted((r["env_id"], r["rng_seed"], r["score"], r["valid"], r["reward"]) for r in rows)
+
+    local, ray = episodes("local"), episodes("ray")
+    assert len(local) == 6 and len({r[2] for r in local}) > 1  # six episodes, not all alike
+    assert ray == local
+
+
+@pytest.mark.slow
 def test_eval_with_the_process_executor(store):
     envs = select_envs(store, str(TINY))
     report = run_eval(store, "scripted:strategy=linear", envs, scaffold="oneshot", rng_seeds=[0, 1], workers=2,
@@ -157,5 +178,5 @@ def test_eval_with_the_process_executor(store):
     assert report.n_episodes == 2 and report.summary["valid"]["mean"] == 1.0
     assert report.policy == "scripted:strategy=linear"  # the spec: the policy itself lives in the workers
     assert {r["rng_seed"] for r in store.runs.eval_results(report.run_id)} == {0, 1}
-    with pytest.raises(SandmleError, match="thread executor"):
+    with pytest.raises(SandmleError, match="local executor"):
         run_eval(store, object(), envs, executor="process")

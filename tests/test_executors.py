@@ -58,8 +58,7 @@ def test_local_workers_run_8_concurrent_jobs_all_recorded(store, tmp_path, kind)
 
 
 @pytest.fixture(scope="module")
-def ray_world(tmp_path_factory):
-    pytest.importorskip("ray")
+def ray_world(tmp_path_factory, local_ray):
     from store import Store
 
     tmp = tmp_path_factory.mktemp("ray")

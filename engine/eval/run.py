@@ -9,13 +9,9 @@ Which environments: :mod:`engine.eval.select`.
 
 from __future__ import annotations
 
-import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
-
-from store import Store
 
 from ..agents.policies import load_policy
 from ..agents.rollout import register_env, run_episode
@@ -23,6 +19,7 @@ from ..agents.scaffolds import get_scaffold
 from ..config import load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
+from ..executors import Executor, Worker, get_executor
 from ..sandbox import get_backend
 from .mlebench import Skipped
 from .report import aggregate, left_out
@@ -31,6 +28,8 @@ from .report import aggregate, left_out
 # ------------------------------------------------------------------ running
 #: default turn budget per scaffold (react: model calls; aide: tree nodes; oneshot: one script)
 DEFAULT_TURNS = {"react": 15, "aide": 5, "oneshot": 1}
+#: executor names of eval runs stored before every kind of work went through engine.executors
+LEGACY_KINDS = {"thread": "local"}
 
 
 @dataclass
@@ -51,6 +50,7 @@ class EvalReport:
     errors: int = 0
     #: the first of their errors
     error: str | None = None
+    workers_lost: list[str] = field(default_factory=list)  #: workers that died (their episodes were run again)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -70,45 +70,26 @@ def result_row(traj, scaffold: str) -> dict[str, Any]:
             "error": traj.error if traj.status == "error" else None}
 
 
-def _episode_in_process(args: tuple) -> dict[str, Any]:
-    """Worker of the process pool: its own store, policy and sandbox backend (kept between episodes)."""
-    store_path, env, policy_spec, scaffold, seed, run_id, kw = args
-    cache = _episode_in_process.__dict__.setdefault("cache", {})
-    if "store" not in cache:
-        cache["store"] = Store(store_path)
-    if policy_spec not in cache:
-        cache[policy_spec] = load_policy(policy_spec)
-    if "backend" not in cache:
-        cache["backend"] = sandbox_backend(cache["store"])
-    traj = run_episode(env, cache[policy_spec], scaffold=scaffold, sandbox=cache["backend"], store=cache["store"],
-                       run_id=run_id, rng_seed=seed, **kw)
-    return result_row(traj, scaffold)
+@dataclass
+class EpisodeItem:
+    """One episode of an eval run, as an executor's work item."""
+
+    env: EnvSpec
+    rng_seed: int
+    policy: Any  #: a spec (each worker loads it once) or, on the local executor, a Policy shared by its threads
+    scaffold: str
+    run_id: str
+    kw: dict[str, Any]
 
 
-def run_parallel(fn: Callable[[Any], Any], items: list[Any], *, workers: int, kind: str = "thread",
-                 on_done: Callable[[Any], None] | None = None) -> list[Any]:
-    """Run ``fn`` over ``items`` concurrently (threads or spawned processes); results in completion order are
-    passed to ``on_done`` as they arrive and returned in the items' order."""
-    if kind == "thread":
-        pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="eval")
-    elif kind == "process":
-        import multiprocessing
-
-        pool = ProcessPoolExecutor(max_workers=max(1, workers), mp_context=multiprocessing.get_context("spawn"))
-    else:
-        raise SandmleError(f"unknown executor kind {kind!r}; expected thread or process")
-    results: list[Any] = [None] * len(items)
-    try:
-        futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
-        for fut in as_completed(futures):
-            results[futures[fut]] = fut.result()
-            if on_done:
-                on_done(results[futures[fut]])
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
-    return results
+def run_episode_item(worker: Worker, item: EpisodeItem) -> dict[str, Any]:
+    """The executor's work function: one episode with the worker's sandbox backend and store; its result row."""
+    policy = item.policy
+    if isinstance(policy, str):
+        policy = worker.cached(("policy", policy), lambda: load_policy(item.policy))
+    traj = run_episode(item.env, policy, scaffold=item.scaffold, sandbox=worker.sandbox, store=worker.store,
+                       run_id=item.run_id, rng_seed=item.rng_seed, **item.kw)
+    return result_row(traj, item.scaffold)
 
 
 def sandbox_backend(store):
@@ -120,10 +101,12 @@ def sandbox_backend(store):
 def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",
              rng_seeds: list[int] | tuple[int, ...] = (0,), max_turns: int | None = None,
              step_timeout_s: float | None = None, episode_timeout_s: float = 1200, reward: str = "milestone",
-             workers: int = 2, executor: str = "thread", name: str | None = None, parent_id: str | None = None,
-             progress: Callable[[int, int], None] | None = None, skipped: list[Skipped] = ()) -> EvalReport:
-    """Evaluate ``policy`` (a spec string, or a Policy object with ``executor="thread"``) on every environment
-    with every seed. Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run.
+             workers: int = 2, executor: str = "local", address: str | None = None, name: str | None = None,
+             parent_id: str | None = None, progress: Callable[[int, int], None] | None = None,
+             on_lost: Callable[[str], None] | None = None, skipped: list[Skipped] = ()) -> EvalReport:
+    """Evaluate ``policy`` (a spec string, or a Policy object with the ``local`` executor) on every environment
+    with every seed, on ``workers`` workers of ``executor`` (local | process | ray at ``address``, see
+    :mod:`engine.executors`). Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run.
     ``step_timeout_s`` defaults to ``[sandbox] timeout_s``; ``skipped`` (from ``select``) goes into the report."""
     get_scaffold(scaffold)
     if step_timeout_s is None:
@@ -133,22 +116,25 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
     seeds = [int(s) for s in rng_seeds]
     turns = max_turns or DEFAULT_TURNS.get(scaffold, 15)
     spec = policy if isinstance(policy, str) else None
-    if spec is None and executor != "thread":
-        raise SandmleError("a policy object can only be evaluated with the thread executor; pass a spec string")
-    policy_obj = load_policy(spec) if spec is not None and executor == "thread" else policy
-    label = getattr(policy_obj, "name", spec)
+    if spec is None and executor != "local":
+        raise SandmleError(f"a policy object can only be evaluated with the local executor (its workers share it), "
+                           f"not {executor}; pass a spec string")
     for env in envs:
         register_env(store, env)
-    config = {"policy": label, "policy_spec": spec, "scaffold": scaffold, "envs": [e.id for e in envs],
-              "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
+    config = {"policy": spec, "policy_spec": spec, "scaffold": scaffold,
+              "envs": [e.id for e in envs], "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
               "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
-              "skipped": [s.to_dict() for s in skipped]}
-    run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
-    jobs = [(env, seed) for seed in seeds for env in envs]
-    return _execute(store, run_id, config, policy_obj, jobs, progress)
+              "address": address, "skipped": [s.to_dict() for s in skipped]}
+    with _executor(store, config, on_lost) as ex:
+        policy_obj = _policy(executor, policy)
+        config["policy"] = getattr(policy_obj, "name", spec)
+        run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
+        jobs = [(env, seed) for seed in seeds for env in envs]
+        return _execute(store, ex, run_id, config, policy_obj, jobs, progress)
 
 
-def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | None = None) -> EvalReport:
+def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | None = None,
+                on_lost: Callable[[str], None] | None = None) -> EvalReport:
     """Finish an eval run that was killed or stopped: the episodes it has not stored (and those that could not
     run) are played with the same seeds and settings; the ones it finished are kept."""
     row = store.runs.get(run_id)
@@ -161,10 +147,32 @@ def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | No
         raise SandmleError(f"eval run {row['id']} evaluated a policy object, not a spec: it cannot be resumed")
     envs = {env_id: EnvSpec.from_store(store, env_id) for env_id in config["envs"]}
     jobs = [(envs[env_id], seed) for env_id, seed in missing_episodes(store, row["id"])]
-    store.runs.drop_eval_errors(row["id"])  # episodes that could not run get another try
-    store.runs.start(row["id"])
-    policy_obj = load_policy(config["policy_spec"]) if config["executor"] == "thread" else None
-    return _execute(store, row["id"], config, policy_obj, jobs, progress)
+    with _executor(store, config, on_lost) as ex:
+        store.runs.drop_eval_errors(row["id"])  # episodes that could not run get another try
+        store.runs.start(row["id"])
+        return _execute(store, ex, row["id"], config, _policy(config["executor"], config["policy_spec"]), jobs,
+                        progress)
+
+
+def _executor(store, config: dict[str, Any], on_lost: Callable[[str], None] | None) -> Executor:
+    """The run's executor, its workers' sandbox backends started: one that cannot start fails here, first."""
+    kind = LEGACY_KINDS.get(config["executor"], config["executor"])
+    ex = get_executor(kind, workers=config["workers"], store=store, sandbox=load_settings().sandbox,
+                      address=config.get("address"), on_lost=on_lost)
+    try:
+        ex.prepare()
+    except BaseException:
+        ex.close()
+        raise
+    return ex
+
+
+def _policy(executor: str, policy: Any) -> Any:
+    """What the work items carry: on the local executor one policy object its threads share (loaded here from a
+    spec); elsewhere the spec, which each worker loads once."""
+    if isinstance(policy, str) and LEGACY_KINDS.get(executor, executor) == "local":
+        return load_policy(policy)
+    return policy
 
 
 def missing_episodes(store, run_id: str) -> list[tuple[str, int]]:
@@ -175,68 +183,42 @@ def missing_episodes(store, run_id: str) -> list[tuple[str, int]]:
             if (env_id, seed) not in finished]
 
 
-def _execute(store, run_id: str, config: dict[str, Any], policy_obj: Any, jobs: list[tuple[EnvSpec, int]],
-             progress: Callable[[int, int], None] | None) -> EvalReport:
-    """Play ``jobs`` (environment, seed) under eval run ``run_id``, storing each episode's result as it ends;
-    then report on every episode the run holds."""
-    scaffold, spec = config["scaffold"], config["policy_spec"]
+def _execute(store, ex: Executor, run_id: str, config: dict[str, Any], policy: Any,
+             jobs: list[tuple[EnvSpec, int]], progress: Callable[[int, int], None] | None) -> EvalReport:
+    """Play ``jobs`` (environment, seed) under eval run ``run_id`` on the executor's workers, storing each
+    episode's result as it ends; then report on every episode the run holds."""
+    scaffold = config["scaffold"]
     kw = {"max_turns": config["max_turns"], "step_timeout_s": config["step_timeout_s"],
           "episode_timeout_s": config["episode_timeout_s"], "reward": config["reward"]}
-    n_done = 0
+    items = [EpisodeItem(env, seed, policy, scaffold, run_id, kw) for env, seed in jobs]
     t0 = time.monotonic()
-    local = threading.local()
-    backends: list[Any] = []
-    lock = threading.Lock()
-
-    def one(job: tuple[EnvSpec, int]) -> dict[str, Any]:
-        env, seed = job
-        if not hasattr(local, "backend"):
-            local.backend = sandbox_backend(store)
-            with lock:
-                backends.append(local.backend)
-        traj = run_episode(env, policy_obj, scaffold=scaffold, sandbox=local.backend, store=store, run_id=run_id,
-                           rng_seed=seed, **kw)
-        return result_row(traj, scaffold)
-
-    def done(row: dict[str, Any]) -> None:
-        nonlocal n_done
-        n_done += 1
-        store.runs.add_eval_results(run_id, [row])
-        store.runs.heartbeat(run_id)
-        if progress:
-            progress(n_done, len(jobs))
 
     def partial() -> dict[str, Any]:
-        return {"partial": aggregate(store.runs.eval_results(run_id))[0]}
+        return {"partial": aggregate(store.runs.eval_results(run_id))[0], "workers_lost": ex.lost}
 
-    status = "done"
     try:
-        if config["executor"] == "thread":
-            run_parallel(one, jobs, workers=config["workers"], kind="thread", on_done=done)
-        else:
-            items = [(str(store.path), env, spec, scaffold, seed, run_id, kw) for env, seed in jobs]
-            run_parallel(_episode_in_process, items, workers=config["workers"], kind="process", on_done=done)
+        for n_done, (_, row) in enumerate(ex.stream(run_episode_item, items), 1):
+            store.runs.add_eval_results(run_id, [row])
+            store.runs.heartbeat(run_id)
+            if progress:
+                progress(n_done, len(items))
     except KeyboardInterrupt:
-        status = "stopped"
+        store.runs.finish(run_id, "stopped", summary=partial(), error="interrupted")
         raise
     except BaseException as exc:
-        status = "failed"
         store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}", summary=partial())
         raise
-    finally:
-        for b in backends:
-            b.close()
-        if status == "stopped":
-            store.runs.finish(run_id, "stopped", summary=partial(), error="interrupted")
     rows = store.runs.eval_results(run_id)  # this attempt's episodes and those of an earlier, killed one
     errors = [r for r in rows if r.get("error")]
     summary, table = aggregate(rows)
     report = EvalReport(run_id=run_id, policy=config["policy"], scaffold=scaffold, n_envs=len(config["envs"]),
                         rng_seeds=config["rng_seeds"], n_episodes=len(rows) - len(errors), summary=summary,
                         per_env=table, wall_s=time.monotonic() - t0, skipped=config.get("skipped", []),
-                        left_out=left_out(rows), errors=len(errors), error=errors[0]["error"] if errors else None)
+                        left_out=left_out(rows), errors=len(errors), error=errors[0]["error"] if errors else None,
+                        workers_lost=ex.lost)
     result = {"summary": summary, "per_env": table, "n_episodes": report.n_episodes, "errors": report.errors,
-              "wall_s": report.wall_s, "skipped": report.skipped, "left_out": report.left_out}
+              "wall_s": report.wall_s, "skipped": report.skipped, "left_out": report.left_out,
+              "workers_lost": report.workers_lost}
     if rows and len(errors) == len(rows):
         report.status = "failed"
         store.runs.finish(run_id, "failed", summary=result, error=f"every episode failed to run: {report.error}")

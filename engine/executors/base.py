@@ -47,8 +47,9 @@ class Slot(abc.ABC):
         """Replace a dead worker with a fresh one (same spec)."""
 
     @abc.abstractmethod
-    def close(self) -> None:
-        """Close the worker's resources and stop it."""
+    def close(self, wait: bool = True) -> None:
+        """Close the worker's resources and stop it; ``wait=False`` (after an error or Ctrl-C) returns at once and
+        lets an item still running finish on its own before the worker closes."""
 
 
 class Executor(abc.ABC):
@@ -127,15 +128,15 @@ class Executor(abc.ABC):
         if tries:
             raise WorkerLost(f"item {index} killed its worker twice: {exc}")
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """Close every worker (their sandboxes and warm workers, their store connections)."""
         with self._lock:
             slots, self._slots = self._slots or [], None
         for slot in slots:
-            slot.close()
+            slot.close(wait)
 
     def __enter__(self) -> "Executor":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        self.close(wait=exc_type is None)

@@ -28,9 +28,9 @@ class ThreadSlot(Slot):
         self.worker = Worker(self.spec, name=self.name, store=self.store)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self.worker.close()
+    def close(self, wait: bool = True) -> None:
+        self._pool.submit(self.worker.close)  # after the item still running, if any
+        self._pool.shutdown(wait=wait)
 
 
 class LocalExecutor(Executor):

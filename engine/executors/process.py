@@ -48,12 +48,12 @@ class ProcessSlot(Slot):
         self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
                                          initializer=_start, initargs=(self.spec, self.name))
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         try:
-            self._pool.submit(_stop).result()
+            self._pool.submit(_stop)  # after the item still running, if any
         except BrokenProcessPool:
-            pass  # already gone: nothing of it is left to close
-        self._pool.shutdown(wait=True, cancel_futures=True)
+            pass  # its process is gone: nothing of it is left to close
+        self._pool.shutdown(wait=wait)
 
 
 class ProcessExecutor(Executor):

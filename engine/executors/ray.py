@@ -5,6 +5,7 @@ filesystem). An actor that dies (its process killed, its node lost) is replaced 
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import Future
 from pathlib import Path
@@ -47,13 +48,28 @@ class RaySlot(Slot):
             self.executor.ray.kill(self.actor, no_restart=True)
         self.actor = self.executor.actor_class.remote(self.executor.spec, self.name)
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         ray = self.executor.ray
-        try:
-            ray.get(self.actor.close.remote())
-        except ray.exceptions.RayActorError:
-            pass  # already gone: nothing of it is left to close
-        ray.kill(self.actor, no_restart=True)
+        if wait:
+            try:
+                ray.get(self.actor.close.remote())
+            except ray.exceptions.RayActorError:
+                pass  # already gone: nothing of it is left to close
+        ray.kill(self.actor, no_restart=True)  # without waiting: its sandbox runs die with it
+
+
+def start_ray(address: str | None = None, *, num_cpus: int = 2) -> None:
+    """Connect this process to the Ray cluster at ``address``, or start a local one with ``num_cpus`` CPUs and no
+    dashboard. Workers import this project from its checkout (``PYTHONPATH``)."""
+    import ray  # heavy optional dependency (sandmle[ray])
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local cluster needs no token
+    runtime_env = {"env_vars": {"PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled"}}
+    kwargs = {"address": address} if address else {"num_cpus": num_cpus, "include_dashboard": False}
+    try:
+        ray.init(runtime_env=runtime_env, log_to_driver=False, **kwargs)
+    except Exception as exc:  # ConnectionError and friends: a user-facing message
+        raise SandboxError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
 
 
 class RayExecutor(Executor):
@@ -62,29 +78,21 @@ class RayExecutor(Executor):
     def __init__(self, spec: WorkerSpec, *, workers: int = 2, address: str | None = None,
                  cpus_per_worker: float = 1.0, on_lost: Callable[[str], None] | None = None):
         super().__init__(spec, workers=workers, on_lost=on_lost)
-        os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a local cluster needs no token
         try:
             import ray  # heavy optional dependency (sandmle[ray])
         except ImportError:
             raise SandboxError("the Ray executor needs ray", hint="pip install 'sandmle[ray]'") from None
         self.ray = ray
-        self._started_here = False
-        if not ray.is_initialized():
-            runtime_env = {"env_vars": {"PYTHONPATH": str(REPO), "RAY_AUTH_MODE": "disabled"}}
-            kwargs = ({"address": address} if address else
-                      {"num_cpus": max(1, int(workers * cpus_per_worker + 0.999)), "include_dashboard": False})
-            try:
-                ray.init(runtime_env=runtime_env, log_to_driver=False, **kwargs)
-            except Exception as exc:  # ConnectionError and friends: a user-facing message
-                raise SandboxError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
-            self._started_here = True
+        self._started_here = not ray.is_initialized()
+        if self._started_here:
+            start_ray(address, num_cpus=max(1, math.ceil(workers * cpus_per_worker)))
         self.actor_class = ray.remote(num_cpus=cpus_per_worker, max_restarts=0)(RayWorker)
 
     def _make_slot(self, index: int) -> Slot:
         return RaySlot(self, f"ray-{index}")
 
-    def close(self) -> None:
-        super().close()
+    def close(self, wait: bool = True) -> None:
+        super().close(wait)
         if self._started_here and self.ray.is_initialized():
             self.ray.shutdown()
             self._started_here = False

@@ -61,6 +61,20 @@ TABLE_WIDTH = 80
 wide_option = click.option("--wide", is_flag=True, help="Show every column in full (tables fit 80 columns by default).")
 
 
+def executor_options(fn: Any) -> Any:
+    """``--executor local|process|ray`` and ``--address`` (defaults: ``[executor]`` of the settings)."""
+    fn = click.option("--address", help="Address of an existing Ray cluster (with --executor ray; default: "
+                                        "[executor] ray_address, else a local Ray started on demand).")(fn)
+    return click.option("--executor", type=click.Choice(["local", "process", "ray"]),
+                        help="Who runs the work: local (threads of this process), process (spawned processes) or "
+                             "ray (default: [executor] kind).")(fn)
+
+
+def warn(line: str) -> None:
+    """One warning line on stderr (a worker that died, a skipped item): the command goes on."""
+    click.echo(f"warning: {line}", err=True)
+
+
 def _table_width() -> int:
     if sys.stdout.isatty():
         return max(40, shutil.get_terminal_size((TABLE_WIDTH, 24)).columns)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, wide_option
+from .common import POSITIVE_S, Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
 
 #: short headers of the per-competition table (the Markdown table and the README spell them out)
 SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
@@ -27,8 +27,7 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
               help="Turn budget per episode. Default per scaffold (react 15, aide 5).")
 @click.option("--workers", type=click.IntRange(min=1),
               help="Episodes at once (default: [executor] workers of the settings).")
-@click.option("--executor", type=click.Choice(["thread", "process"]), default="thread", show_default=True,
-              help="Run episodes in threads (one policy in memory) or spawned processes.")
+@executor_options
 @click.option("--step-timeout", type=POSITIVE_S, help="Seconds per code step (default: [sandbox] timeout_s).")
 @click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--name", help="A name for the eval run.")
@@ -39,7 +38,7 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 @click.pass_context
 def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: str, selector: str | None,
           metric: str | None, n_seeds: int, limit: int | None, max_turns: int | None, workers: int | None,
-          executor: str, step_timeout: float | None, episode_timeout: float, name: str | None, as_json: bool,
+          executor: str | None, address: str | None, step_timeout: float | None, episode_timeout: float, name: str | None, as_json: bool,
           as_markdown: bool, wide: bool) -> None:
     """Evaluate a policy: per competition, MLE-bench's report (valid, above median, bronze / silver / gold, any
     medal, score) plus HumanRank; overall, each rate as mean ± SEM over seeds. Results go into the store as an
@@ -62,8 +61,9 @@ def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: st
     with bar:
         report = run_eval(ctx.store, policy_spec, chosen.envs, scaffold=scaffold, rng_seeds=list(range(n_seeds)),
                           max_turns=max_turns, step_timeout_s=step_timeout, episode_timeout_s=episode_timeout,
-                          workers=workers, executor=executor, name=name, skipped=chosen.skipped,
-                          progress=lambda done, total: bar.update(done - bar.pos))
+                          workers=workers, executor=executor or settings.executor.kind,
+                          address=address or settings.executor.ray_address, name=name, skipped=chosen.skipped,
+                          progress=lambda done, total: bar.update(done - bar.pos), on_lost=warn)
     show_report(report, as_json=as_json, as_markdown=as_markdown, wide=wide)
 
 

@@ -10,7 +10,7 @@ import click
 
 from store import process
 
-from .common import Context, emit_json, pass_ctx, progress, table, wide_option
+from .common import Context, emit_json, pass_ctx, progress, table, warn, wide_option
 
 
 def _alive(row: dict) -> bool:
@@ -120,7 +120,8 @@ def resume(ctx: Context, run_id: str, as_json: bool) -> None:
         from .eval import show_report
 
         with progress(len(missing_episodes(ctx.store, row["id"])), f"eval {row['id']}") as bar:
-            report = resume_eval(ctx.store, row["id"], progress=lambda done, total: bar.update(done - bar.pos))
+            report = resume_eval(ctx.store, row["id"], progress=lambda done, total: bar.update(done - bar.pos),
+                                 on_lost=warn)
         show_report(report, as_json=as_json)
     else:
         raise TrainingError(f"run {row['id']} is a {row['kind']} run; sft, grpo and eval runs resume")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, wide_option
+from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, warn, wide_option
 
 
 @click.group()
@@ -96,7 +96,7 @@ def _run_many(ctx: Context, settings, kind: str, address: str | None, repeat: in
     sandbox = settings.sandbox.model_copy(update={"backend": backend})
     with progress(repeat, f"{kind} executor") as bar:
         with get_executor(kind, store=ctx.store, workers=workers, sandbox=sandbox, address=address,
-                          on_lost=lambda line: click.echo(f"warning: {line}", err=True)) as ex:
+                          on_lost=warn) as ex:
             results = ex.map(run_sandbox_job, [job] * repeat, on_result=lambda i, r: bar.update(1))
     if as_json:
         emit_json([r.to_dict() for r in results])
