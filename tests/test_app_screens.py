@@ -377,3 +377,26 @@ async def test_an_eval_in_progress_updates_its_row(demo):
         subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
         await wait_for(pilot, lambda: str(runs.get_row_at(0)[4]) == "7")
         assert str(runs.get_row_at(0)[6]) == "75%"  # valid per seed: 100%, 100%, 100% and 0% (seed 3: one invalid)
+async def test_eval_compare_two_runs_per_environment(demo):
+    store, ids = demo
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "5")
+        screen = app.screen
+        results = screen.query_one("#eval-results", DataTable)
+        await pilot.press("c", "down")  # A = SFT+GRPO (eval-demo)
+        assert "A = SFT+GRPO heldout: c on another run compares" in static_text(screen.query_one("#eval-summary"))
+        await pilot.press("c")  # B = SFT (eval-sft)
+        await pilot.pause()
+        summary = static_text(screen.query_one("#eval-summary"))
+        assert "SFT heldout − SFT+GRPO heldout · medal rate" in summary
+        assert "overall -33pp" in summary and "over 6 paired episodes in 2 env(s)" in summary
+        # per environment: medal rate of A, of B, the paired difference B − A and its bootstrap interval
+        assert [str(c) for c in results.get_row_at(1)][:5] == ["env-tab-001", "3", "67%", "0%", "-67pp"]
+        assert [str(c) for c in results.get_row_at(0)][2:5] == ["33%", "33%", "+0pp"]
+        await pilot.press("m")  # the next rate: valid (all valid in both)
+        assert "valid rate" in static_text(screen.query_one("#eval-summary"))
+        assert str(results.get_row_at(0)[4]) == "+0pp"
+        await pilot.press("escape")  # back to the selected run's own results
+        await pilot.pause()
+        assert screen.versus is None and [c.label.plain for c in results.columns.values()][2] == "valid"

@@ -3,13 +3,15 @@ summary with ± SEM, and its per-environment table (tab moves into it; enter ope
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
+
+from engine.eval.report import aggregate, rates_of, mean_sem as engine_mean_sem
 
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..runinfo import run_cost
@@ -20,20 +22,19 @@ from .base import BaseScreen, RunMemo, fill_table, selected_key
 RUN_COLUMNS = (("run", 16), ("policy", 11), ("adapter", 10), ("scaffold", 8), ("n", 3), ("medal", 5),
                ("valid", 5), ("HR", 4))
 ENV_COLUMNS = (("environment", 24), ("n", 3), ("valid", 9), ("medal", 9), ("HumanRank", 9), ("score", 12))
+COMPARE_COLUMNS = (("environment", 24), ("pairs", 5), ("A", 6), ("B", 6), ("B − A", 7), ("95% interval", 16))
+#: the rates `c` compares (m cycles), by the engine's names
+COMPARED = ("any_medal", "valid", "human_rank", "gold", "above_median", "reward")
+RATE_NAMES = {"any_medal": "medal rate", "valid": "valid rate", "human_rank": "HumanRank", "gold": "gold rate",
+              "above_median": "above-median rate", "reward": "reward"}
 _ADAPTER = re.compile(r"adapter=([^,]+)")
 _RUN_DIR = re.compile(r"/runs/([^/]+)/")
 
 
-def mean_sem(values: list[float]) -> tuple[float | None, float | None]:
-    """Mean and standard error of the mean (None when there are no values; SEM 0 for one value)."""
+def mean_sem(values: list[float | None]) -> tuple[float | None, float | None]:
+    """The engine's mean ± SEM of the values that apply (None, None when none does)."""
     vals = [float(v) for v in values if v is not None]
-    if not vals:
-        return None, None
-    m = sum(vals) / len(vals)
-    if len(vals) < 2:
-        return m, 0.0
-    var = sum((v - m) ** 2 for v in vals) / (len(vals) - 1)
-    return m, math.sqrt(var / len(vals))
+    return engine_mean_sem(vals) if vals else (None, None)
 
 
 def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False, compact: bool = False) -> str:
@@ -48,6 +49,18 @@ def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False, compact: 
 def fmt_mean(pair: tuple[float | None, float | None], pct: bool = False) -> str:
     m = pair[0]
     return "—" if m is None else f"{m:.0%}" if pct else f"{m:.2f}"
+
+
+def fmt_value(value: float, pct: bool) -> str:
+    return f"{value:.0%}" if pct else f"{value:.2f}"
+
+
+def fmt_diff(value: float, pct: bool) -> str:
+    return f"{value * 100:+.0f}pp" if pct else f"{value:+.2f}"
+
+
+def fmt_interval(interval, pct: bool) -> str:
+    return f"[{fmt_diff(interval.low, pct)}, {fmt_diff(interval.high, pct)}]"
 
 
 def fmt_score(pair: tuple[float | None, float | None]) -> str:
@@ -72,42 +85,50 @@ def adapter_label(spec: str) -> str:
 
 def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
     """(overall, per env). Overall is the engine's own figure (each rate averaged over environments per seed, then
-    mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes. An invalid
-    submission has HumanRank 0 (it ranks below every entry), as in the engine."""
-    from engine.eval.report import aggregate
+    mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes of the
+    engine's per-episode rates (an invalid submission has HumanRank 0; a competition without a leaderboard has no
+    medal or HumanRank: n/a, left out)."""
+    summary = aggregate(results)[0] if results else {}
 
-    def pair(stat: dict) -> tuple[float | None, float | None]:
-        m, s = stat["mean"], stat["sem"]
-        return (None, None) if m != m else (m, s)  # NaN: no rows
+    def pair(rate: str) -> tuple[float | None, float | None]:
+        stat = summary.get(rate) or {}
+        m = stat.get("mean")
+        return (None, None) if m is None or m != m else (m, stat["sem"])  # None / NaN: nothing to average
 
-    overall_raw = aggregate(results)[0] if results else {}
-    overall = {"n": len(results), **{k: (pair(overall_raw[src]) if results else (None, None))
-                                     for k, src in (("valid", "valid"), ("medal", "any_medal"), ("gold", "gold"),
-                                                    ("human_rank", "human_rank"))}}
+    overall = {"n": len(results), "valid": pair("valid"), "medal": pair("any_medal"), "gold": pair("gold"),
+               "human_rank": pair("human_rank")}
     by_env: dict[str, list[dict]] = defaultdict(list)
     for r in results:
         by_env[r["env_id"] or "?"].append(r)
-    per_env = {env: {
-        "n": len(rows),
-        "valid": mean_sem([1.0 if r["valid"] else 0.0 for r in rows]),
-        "medal": mean_sem([1.0 if (r["gold"] or r["silver"] or r["bronze"]) else 0.0 for r in rows]),
-        "human_rank": mean_sem([r["human_rank"] if r["human_rank"] is not None else 0.0 for r in rows]),
-        "score": mean_sem([r["score"] for r in rows]),
-    } for env, rows in sorted(by_env.items())}
+    per_env = {}
+    for env, rows in sorted(by_env.items()):
+        rates = [rates_of(r) for r in rows]
+        per_env[env] = {"n": len(rows), "valid": mean_sem([x["valid"] for x in rates]),
+                        "medal": mean_sem([x["any_medal"] for x in rates]),
+                        "human_rank": mean_sem([x["human_rank"] for x in rates]),
+                        "score": mean_sem([r["score"] for r in rows])}
     return overall, per_env
 
 
 class EvalScreen(BaseScreen):
     LABEL = "Eval"
 
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.memo = RunMemo()
     BINDINGS = [
         Binding("enter", "episodes", "Episodes", id="eval.open", priority=True,
                 tooltip="The run's episodes turn by turn (on an environment: that environment's)"),
+        Binding("c", "compare", "Compare", id="eval.compare",
+                tooltip="Mark this run as A; on another run: B − A per environment with 95% intervals"),
+        Binding("m", "cycle_rate", "Metrics", id="eval.rate", tooltip="The rate compared (medal, valid, HumanRank…)"),
+        Binding("escape", "leave_compare", "Leave compare", show=False, id="eval.leave_compare"),
         Binding("tab", "app.focus_next", "Next table", show=False, id="eval.next_table"),
     ]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.mark: str | None = None  #: run A of a comparison (chosen with c)
+        self.versus: str | None = None  #: run B, once chosen
+        self.rate = COMPARED[0]
+        self.memo = RunMemo()
 
     def compose(self) -> ComposeResult:
         yield NavBar("eval")
@@ -152,6 +173,9 @@ class EvalScreen(BaseScreen):
         return self.memo.get(run, lambda: summarize(self.store.runs.eval_results(run["id"])))
 
     def show_selected(self) -> None:
+        if self.versus is not None:
+            self.show_comparison()
+            return
         key = selected_key(self.runs_table)
         summary = self.query_one("#eval-summary", Static)
         if key is None:
@@ -165,15 +189,76 @@ class EvalScreen(BaseScreen):
             f"[b]{run['name'] or key}[/b] · {run['status']} · {overall['n']} episodes · "
             f"wall {fmt_duration(wall_seconds(run))}" + (f" · {cost}" if cost else "") + "\n"
             f"medal {fmt_ms(overall['medal'], True)} · gold {fmt_ms(overall['gold'], True)} · "
-            f"valid {fmt_ms(overall['valid'], True)} · HumanRank {fmt_ms(overall['human_rank'])}")
+            f"valid {fmt_ms(overall['valid'], True)} · HumanRank {fmt_ms(overall['human_rank'])}"
+            + (f"\n[yellow]A = {escape(self.runs[self.mark]['name'] or self.mark)}: c on another run compares "
+               f"(esc: cancel)[/]" if self.mark in self.runs else ""))
+        self.set_columns(ENV_COLUMNS)
         fill_table(self.results_table, [
             (env, (short_id(env, ENV_COLUMNS[0][1]), f["n"], fmt_ms(f["valid"], True, compact=True),
                    fmt_ms(f["medal"], True, compact=True), fmt_ms(f["human_rank"], compact=True),
                    fmt_score(f["score"]))) for env, f in per_env.items()], selected_key(self.results_table))
 
+    def set_columns(self, columns: tuple[tuple[str, int], ...]) -> None:
+        """The per-environment table's columns: the run's results, or a comparison's."""
+        table = self.results_table
+        if [c.label.plain for c in table.columns.values()] != [label for label, _ in columns]:
+            table.clear(columns=True)
+            for label, width in columns:
+                table.add_column(label, width=width)
+
+    def show_comparison(self) -> None:
+        """B − A of the chosen rate per environment and overall (the engine's ``eval compare``)."""
+        from engine.errors import SandmleError
+        from engine.eval.compare import compare
+
+        a, b = self.runs.get(self.mark), self.runs.get(self.versus)
+        summary = self.query_one("#eval-summary", Static)
+        self.set_columns(COMPARE_COLUMNS)
+        if a is None or b is None:
+            self.action_leave_compare()
+            return
+        try:
+            cmp = compare(self.store, a["id"], b["id"], rate=self.rate)
+        except SandmleError as exc:
+            summary.update(f"[red]{escape(str(exc))}[/] · esc: leave compare")
+            self.results_table.clear()
+            return
+        pct = self.rate not in ("human_rank", "reward")
+        left = (f" · only in one run: {len(cmp.only_a) + len(cmp.only_b)} env(s)" if cmp.only_a or cmp.only_b else "")
+        summary.update(
+            f"[b]{escape(b['name'] or b['id'])}[/b] − [b]{escape(a['name'] or a['id'])}[/b] · {RATE_NAMES[self.rate]} "
+            f"· m: next rate · esc: leave\n"
+            f"overall [b]{fmt_diff(cmp.diff, pct)}[/b] (95% {fmt_interval(cmp.interval, pct)}) over {cmp.n_pairs} "
+            f"paired episodes in {len(cmp.per_env)} env(s){left}")
+        fill_table(self.results_table, [
+            (e.env_id, (short_id(e.env_id, COMPARE_COLUMNS[0][1]), e.n_pairs, fmt_value(e.a, pct), fmt_value(e.b, pct),
+                        fmt_diff(e.diff, pct), fmt_interval(e.interval, pct))) for e in cmp.per_env],
+            selected_key(self.results_table))
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "eval-runs":
+        if event.data_table.id == "eval-runs" and self.versus is None:
             self.show_selected()
+
+    def action_compare(self) -> None:
+        key = selected_key(self.runs_table)
+        if key is None:
+            return
+        if self.mark is None or self.mark == key or self.versus is not None:
+            self.mark, self.versus = key, None
+            self.show_selected()
+            return
+        self.versus = key
+        self.show_selected()
+
+    def action_cycle_rate(self) -> None:
+        self.rate = COMPARED[(COMPARED.index(self.rate) + 1) % len(COMPARED)]
+        if self.versus is not None:
+            self.show_comparison()
+        self.notify(f"compared rate: {RATE_NAMES[self.rate]}", timeout=2)
+
+    def action_leave_compare(self) -> None:
+        self.mark = self.versus = None
+        self.show_selected()
 
     def action_episodes(self) -> None:
         key = selected_key(self.runs_table)

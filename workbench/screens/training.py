@@ -33,7 +33,7 @@ class TrainingScreen(BaseScreen):
         Binding("l", "launch", "Launch", id="training.launch", tooltip="Launch SFT, GRPO or eval (form)"),
         Binding("s", "stop", "Stop", id="training.stop", tooltip="Stop the selected run (asks first)"),
         Binding("R", "resume", "Resume", id="training.resume", tooltip="Resume from the last checkpoint"),
-        Binding("m", "cycle_curves", "Curves", id="training.curves", tooltip="Next group of metrics"),
+        Binding("m", "cycle_curves", "Metrics", id="training.curves", tooltip="The next group of curves"),
     ]
 
     def compose(self) -> ComposeResult:
