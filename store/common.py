@@ -29,3 +29,7 @@ def sha256_file(path: str | Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+#: a value that round-trips through a JSON column
+JSON = str | int | float | bool | None | list["JSON"] | dict[str, "JSON"]

@@ -10,8 +10,9 @@ import pytest
 from engine.agents.env import MLEEnv
 from engine.agents.format import ToolCall, answer_text, parse_turn, tool_call_text
 from engine.agents.policies import load_policy, parse_spec
-from engine.agents.policy import Action, Message
-from engine.agents.rollout import Trajectory, run_episode
+from engine.agents.policy import Action
+from engine.agents.rollout import run_episode
+from store.trajectories import Turn
 from engine.envs.layout import EnvSpec
 from engine.errors import SandmleError
 
@@ -67,7 +68,7 @@ class Replay:
     def __init__(self, replies: list[str]):
         self.replies, self.name, self.seen = list(replies), "replay", []
 
-    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action:
+    def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         self.seen.append([m.role for m in messages])
         return Action(text=self.replies.pop(0) if self.replies else "<think>.</think><answer>x</answer>")
 
@@ -136,14 +137,14 @@ def test_react_scripted_episode_earns_a_medal_and_is_stored(env, store):
     assert assistant[-1].tool == "answer"
     assert traj.reward == pytest.approx(0.2 + {"gold": 0.7, "silver": 0.6, "bronze": 0.5}[
         next(m for m in ("gold", "silver", "bronze") if g[f"{m}_medal"])] + 0.1)
-    row = store.trajectories.get(traj.id)
-    assert row["reward"] == pytest.approx(traj.reward) and row["grade"]["score"] == g["score"]
-    assert row["n_turns"] == len(traj.turns) and row["turns"][2]["tool"] == "python"
-    assert row["reward_breakdown"]["terms"]["format"]["value"] == 1.0
-    tool_turns = [t for t in row["turns"] if t["role"] == "tool"]
-    assert tool_turns[0]["observation"].startswith("[exit 0") and tool_turns[0]["code"]
-    back = Trajectory.from_row(row)
-    assert back.turns[2].well_formed is True and back.grade == traj.grade and back.terminated
+    back = store.trajectories.get(traj.id)
+    assert back.reward == pytest.approx(traj.reward) and back.grade == traj.grade and back.grade["score"] == g["score"]
+    assert back.n_turns == len(traj.turns) and back.turns[2].tool == "python"
+    assert back.reward_breakdown["terms"]["format"]["value"] == 1.0
+    tool_turns = [t for t in back.turns if t.role == "tool"]
+    assert tool_turns[0].observation.startswith("[exit 0") and tool_turns[0].code
+    assert back.turns == traj.turns and back.state == traj.state and back.sandbox_s == pytest.approx(traj.sandbox_s)
+    assert back.turns[2].well_formed is True and back.terminated
     sub = pd.read_csv(traj.submission_path)
     assert list(sub.columns) == ["id", "label"] and len(sub) == 40
     runs = store.query("SELECT env_id, status FROM sandbox_runs WHERE trajectory_id = ?", (traj.id,))
@@ -153,11 +154,11 @@ def test_react_scripted_episode_earns_a_medal_and_is_stored(env, store):
 def test_scripted_policy_is_deterministic_and_skill_changes_plans(env):
     from engine.agents.policies.scripted import ScriptedPolicy
 
-    first = [Message("system", "... <tool_call> ... at most 15 turns"), Message("user", "task A\n# Validation\nval/")]
+    first = [Turn("system", "... <tool_call> ... at most 15 turns"), Turn("user", "task A\n# Validation\nval/")]
     a = ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
     assert a == ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
     summary = 'SUMMARY {"modality": "text", "task": "proba", "rows": 100}'
-    second = first + [Message("assistant", a), Message("tool", "[exit 0 · ok · 1s]\n" + summary)]
+    second = first + [Turn("assistant", a), Turn("tool", "[exit 0 · ok · 1s]\n" + summary)]
     expert = ScriptedPolicy(skill=1.0).act(second, rng_seed=5).text
     assert "plan: blend/words+chars/rich/chars,linear/words+chars/rich/chars." in expert
     assert "# strategy: blend/words+chars/rich/chars" in expert and "os.chdir('val')" in expert
@@ -208,7 +209,7 @@ def test_a_failing_policy_ends_its_episode_with_status_error(env, store):
 
     traj = run_episode(env, Broken(), store=store)
     assert traj.status == "error" and "endpoint down" in traj.error and traj.reward == 0.0
-    assert store.trajectories.get(traj.id)["status"] == "error"
+    assert store.trajectories.get(traj.id).status == "error"
 
 
 def test_trajectory_rows_hold_json_friendly_fields(env):
@@ -228,4 +229,4 @@ def test_react_scripted_episode_earns_a_medal_on_a_synthesized_environment(seede
     g = traj.grade
     assert traj.terminated and g["valid_submission"] and g["any_medal"], g
     assert traj.reward >= 0.2 + 0.5 + 0.1 - 1e-9
-    assert seeded_store.trajectories.get(traj.id)["env_id"] == env.id
+    assert seeded_store.trajectories.get(traj.id).env_id == env.id

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.agents.policies import load_policy
-from engine.agents.policy import Message
+from store.trajectories import Turn
 from engine.agents.rollout import run_episode
 from engine.envs.layout import EnvSpec
 
@@ -46,11 +46,11 @@ def test_react_episode_with_a_tiny_hf_model_end_to_end(tiny, store):
     assert not traj.grade["valid_submission"] and traj.grade["error"] == "no submission.csv was produced"
     assert traj.reward == 0.0 and traj.reward_breakdown["terms"]["format"]["value"] == 0.0
     row = store.trajectories.get(traj.id)
-    assert row["n_turns"] == len(traj.turns) == 2 + 3 * 2 and row["tokens"] == traj.tokens > 0
+    assert row.n_turns == len(traj.turns) == 2 + 3 * 2 and row.tokens == traj.tokens > 0
     tok = policy.tokenizer
     header = tok("<|assistant|>\n", add_special_tokens=False)["input_ids"]
-    for t, stored in zip(traj.turns, row["turns"]):
-        assert t.token_ids and stored["token_ids"] == t.token_ids
+    for t, stored in zip(traj.turns, row.turns):
+        assert t.token_ids and stored.token_ids == t.token_ids
         if t.role == "assistant":
             assert len(t.logprobs) == len(t.token_ids) <= 24
             assert all(lp <= 0.0 for lp in t.logprobs)
@@ -67,13 +67,13 @@ def test_react_episode_with_a_tiny_hf_model_end_to_end(tiny, store):
 
 def test_history_is_never_retokenized(tiny):
     policy = load_policy(f"hf:{tiny},max_new_tokens=8,temperature=0.7,top_p=0.9")
-    msgs = [Message("system", "sys"), Message("user", "task")]
+    msgs = [Turn("system", "sys"), Turn("user", "task")]
     a = policy.act(msgs, rng_seed=1)
     sys_ids, user_ids = list(msgs[0].token_ids), list(msgs[1].token_ids)
-    msgs.append(Message("assistant", a.text, token_ids=a.token_ids, logprobs=a.logprobs))
-    msgs.append(Message("tool", "[exit 0 · ok]"))
+    msgs.append(Turn("assistant", a.text, token_ids=a.token_ids, logprobs=a.logprobs))
+    msgs.append(Turn("tool", "[exit 0 · ok]"))
     # poison the assistant text: a re-tokenizing policy would now see different tokens
-    msgs[2].content = "SOMETHING ELSE ENTIRELY"
+    msgs[2].text = "SOMETHING ELSE ENTIRELY"
     b = policy.act(msgs, rng_seed=2)
     assert msgs[0].token_ids == sys_ids and msgs[1].token_ids == user_ids and msgs[2].token_ids == a.token_ids
     seen = policy.chat.sequence(msgs)
@@ -93,10 +93,10 @@ def test_chat_template_models_render_each_message_once(tiny):
                          "{% if add_generation_prompt %}<|assistant|>\n{% endif %}")
     fmt = ChatFormat(tok)
     assert fmt.template and fmt.header == tok("<|assistant|>\n", add_special_tokens=False)["input_ids"]
-    msgs = [Message("system", "be brief"), Message("user", "hello there"), Message("assistant", "hi"),
-            Message("tool", "obs")]
+    msgs = [Turn("system", "be brief"), Turn("user", "hello there"), Turn("assistant", "hi"),
+            Turn("tool", "obs")]
     fmt.fill(msgs)
-    full = tok.apply_chat_template([{"role": m.role, "content": m.content} for m in msgs], tokenize=False)
+    full = tok.apply_chat_template([{"role": m.role, "content": m.text} for m in msgs], tokenize=False)
     assert tok.decode(fmt.sequence(msgs)) == full
 
 
@@ -109,5 +109,5 @@ def test_hf_policy_with_a_peft_adapter(tiny, tmp_path):
     lora.save_pretrained(tmp_path / "adapter")
     policy = load_policy(f"hf:{tiny},adapter={tmp_path / 'adapter'},max_new_tokens=4")
     assert "adapter=" in policy.name and type(policy.model).__name__.startswith("PeftModel")
-    act = policy.act([Message("system", "s"), Message("user", "u")], rng_seed=0)
+    act = policy.act([Turn("system", "s"), Turn("user", "u")], rng_seed=0)
     assert len(act.token_ids) == len(act.logprobs) >= 1

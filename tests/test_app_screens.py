@@ -230,7 +230,7 @@ async def test_rollout_turns_are_reachable_by_keyboard(demo):
         screen = app.screen
         view = screen.query_one("#traj-left")
         await wait_for(pilot, lambda: len(view.query(".traj-turn")) == 3)
-        assert view.trajectory["id"] == "traj-0"
+        assert view.trajectory.id == "traj-0"
         await pilot.press("tab")
         assert app.focused is view
         turns = list(view.query(".traj-turn"))
@@ -254,7 +254,7 @@ async def test_rollout_turns_are_reachable_by_keyboard(demo):
         await pilot.press("c")
         await pilot.pause()
         right = screen.query_one("#traj-right")
-        assert not right.has_class("hidden") and right.trajectory["id"] == "traj-1"
+        assert not right.has_class("hidden") and right.trajectory.id == "traj-1"
         assert len(right.query(".traj-turn")) == 3
         assert "ValueError" in static_text(list(right.query(".traj-turn"))[1])
         assert "s00012/g01" in static_text(screen.query_one("#traj-info"))

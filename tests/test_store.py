@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import ROOT
+from store.trajectories import Trajectory, Turn
 
 
 def _seed_row(seed_id="s1", **over):
@@ -113,28 +114,29 @@ def test_runs_metrics_checkpoints(store):
 
 
 def test_trajectory_and_turns_atomic(store):
-    store.trajectories.add(
-        {"id": "t1", "policy": "scripted", "scaffold": "react", "status": "done", "reward": 0.7,
-         "reward_breakdown": {"valid": 0.2, "medal": 0.5}},
-        [{"role": "assistant", "text": "hi", "token_ids": [1, 2], "logprobs": [-0.1, -0.2], "well_formed": True},
-         {"role": "tool", "text": "obs"}],
-    )
+    turns = [Turn("assistant", "hi", token_ids=[1, 2], logprobs=[-0.1, -0.2], well_formed=True), Turn("tool", "obs")]
+    store.trajectories.add(Trajectory(id="t1", policy="scripted", scaffold="react", reward=0.7, turns=turns,
+                                      reward_breakdown={"valid": 0.2, "medal": 0.5}, sandbox_s=1.5,
+                                      state={"steps": 1}, error="boom"))
     t = store.trajectories.get("t1")
-    assert t["n_turns"] == 2 and t["turns"][0]["token_ids"] == [1, 2] and t["reward_breakdown"]["medal"] == 0.5
-    with pytest.raises(Exception):
-        store.trajectories.add({"id": "t2", "policy": "p", "scaffold": "react", "status": "done"},
-                               [{"role": "assistant", "text": "a"}, {"role": "assistant", "text": "b", "idx": 0}])
+    assert t.n_turns == 2 and t.turns == turns and t.reward_breakdown == {"valid": 0.2, "medal": 0.5}
+    assert (t.sandbox_s, t.state, t.error, t.reward) == (1.5, {"steps": 1}, "boom", 0.7)
+    assert [r.id for r in store.trajectories.list()] == ["t1"] and store.trajectories.list()[0].turns == []
+    with pytest.raises(Exception):  # a turn without text breaks the NOT NULL constraint after the row went in
+        store.trajectories.add(Trajectory(id="t2", policy="p", scaffold="react",
+                                          turns=[Turn("assistant", "a"), Turn("assistant", None)]))
     assert store.db["trajectories"].count == 1  # the failed one left nothing
 
 
 WRITER = r"""
 import sys, itertools
 from store import Store
+from store.trajectories import Trajectory, Turn
 s = Store(sys.argv[1])
 print("ready", flush=True)
 for i in itertools.count():
-    s.trajectories.add({"id": f"t{i}", "policy": "p", "scaffold": "react", "status": "done"},
-                       [{"role": "assistant", "text": "x" * 2000} for _ in range(50)])
+    s.trajectories.add(Trajectory(id=f"t{i}", policy="p", scaffold="react",
+                                  turns=[Turn("assistant", "x" * 2000) for _ in range(50)]))
 """
 
 

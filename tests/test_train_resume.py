@@ -40,7 +40,7 @@ def test_sigkill_then_resume_counts_every_step_once_and_keeps_every_rollout(home
             run_id = runs[0]["id"]
             ck = store.runs.latest_checkpoint(run_id)
             if ck is not None:
-                n_next = len([t for t in store.trajectories.list(run_id=run_id) if t["step"] == ck["step"] + 1])
+                n_next = len([t for t in store.trajectories.list(run_id=run_id) if t.step == ck["step"] + 1])
                 if 0 < n_next < G and ck["step"] < steps - 1:
                     break
         time.sleep(0.02)
@@ -50,7 +50,7 @@ def test_sigkill_then_resume_counts_every_step_once_and_keeps_every_rollout(home
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
 
-    before = {t["id"]: (t["step"], t["group_id"], t["rng_seed"]) for t in store.trajectories.list(run_id=run_id)}
+    before = {t.id: (t.step, t.group_id, t.rng_seed) for t in store.trajectories.list(run_id=run_id)}
     ckpt_before = store.runs.latest_checkpoint(run_id)["step"]
     listed = _sandmle(home, "runs", "list", "--json").communicate(timeout=60)[0]
     assert [r for r in json.loads(listed) if r["id"] == run_id][0]["status"] == "dead"
@@ -68,9 +68,9 @@ def test_sigkill_then_resume_counts_every_step_once_and_keeps_every_rollout(home
     assert [c["step"] for c in store.runs.checkpoints(run_id)] == list(range(1, steps + 1))
     # every stored rollout kept, none sampled twice, every step has exactly G
     after = store.trajectories.list(run_id=run_id)
-    keys = [(t["step"], t["group_id"], t["rng_seed"]) for t in after]
+    keys = [(t.step, t.group_id, t.rng_seed) for t in after]
     assert len(keys) == len(set(keys)) == steps * G
-    assert set(before) <= {t["id"] for t in after}
+    assert set(before) <= {t.id for t in after}
     # the interrupted step took back the rollouts stored before the kill
     reused = dict(store.runs.metrics(run_id, ["reused_rollouts"])["reused_rollouts"])
     n_pre = sum(1 for s, _, _ in before.values() if s == ckpt_before + 1)

@@ -40,9 +40,9 @@ def test_sft_examples_train_only_on_assistant_tokens(store, tiny_dir):
     ids, mask = data[0]["input_ids"], data[0]["assistant_masks"]
     assert len(ids) == len(mask) and 0 < sum(mask) < len(mask)
     trained = tok.decode([i for i, m in zip(ids, mask) if m])
-    traj = store.trajectories.get(store.trajectories.list(run_id=run)[0]["id"])
-    assistant = [t["text"] for t in traj["turns"] if t["role"] == "assistant"]
-    other = [t["text"] for t in traj["turns"] if t["role"] != "assistant"]
+    traj = store.trajectories.get(store.trajectories.list(run_id=run)[0].id)
+    assistant = [t.text for t in traj.turns if t.role == "assistant"]
+    other = [t.text for t in traj.turns if t.role != "assistant"]
     # every assistant reply is trained on, followed by its end marker; no observation or prompt text is
     assert trained == "".join(a + "<|end|>" for a in assistant)
     assert all(o.strip()[:40] not in trained for o in other if o.strip())

@@ -8,6 +8,8 @@ import math
 import random
 from pathlib import Path
 
+from store.trajectories import Trajectory, Turn
+
 T0 = "2026-11-30T05:{:02d}:00.000+00:00"
 
 GENERATOR = '''"""Generator of {id}: a planted signal in a micro tabular task."""
@@ -117,19 +119,19 @@ def add_training(store, env_ids: list[str]) -> str:
     store.runs.finish(run_id, "done", summary={"reward_mean": 0.69})
     store.runs.update(run_id, ended_at=T0.format(9))
     for k, reward in enumerate((0.9, 0.3)):
-        store.trajectories.add({
-            "id": f"traj-{k}", "run_id": run_id, "env_id": env_ids[0], "policy": "tiny-qwen3+lora",
-            "scaffold": "react", "group_id": f"{run_id}/s00012/g01", "step": 12, "rng_seed": k, "status": "done",
-            "terminated": True, "reward": reward,
-            "reward_breakdown": {
+        store.trajectories.add(Trajectory(
+            id=f"traj-{k}", run_id=run_id, env_id=env_ids[0], policy="tiny-qwen3+lora", scaffold="react",
+            group_id=f"{run_id}/s00012/g01", step=12, rng_seed=k, status="done", terminated=True, reward=reward,
+            turns=demo_turns(k == 0),
+            reward_breakdown={
                 "scheme": "milestone", "total": reward, "uncapped": reward,
                 "terms": {"valid": {"weight": 0.2, "value": float(k == 0), "reward": 0.2 if k == 0 else 0.0},
                           "medal": {"weight": 1.0, "value": 0.6 if k == 0 else 0.0, "reward": 0.6 if k == 0 else 0.0},
-                          "format": {"weight": 0.1, "value": 1.0 if k == 0 else 0.5, "reward": 0.1 if k == 0 else 0.05}},
-                "state": {"steps": 3, "python_calls": 2, "score_calls": 0, "timed_out_steps": 0, "elapsed_s": 4.0}},
-            "grade": {"score": 0.87 if k == 0 else None, "valid_submission": k == 0, "silver_medal": k == 0,
-                      "any_medal": k == 0, "error": None if k == 0 else "no submission.csv"},
-            "wall_s": 4.0, "created_at": T0.format(5 + k)}, demo_turns(k == 0))
+                          "format": {"weight": 0.1, "value": 1.0 if k == 0 else 0.5, "reward": 0.1 if k == 0 else 0.05}}},
+            state={"steps": 3, "python_calls": 2, "score_calls": 0, "timed_out_steps": 0, "elapsed_s": 4.0},
+            grade={"score": 0.87 if k == 0 else None, "valid_submission": k == 0, "silver_medal": k == 0,
+                   "any_medal": k == 0, "error": None if k == 0 else "no submission.csv"},
+            wall_s=4.0, created_at=T0.format(5 + k)))
     return run_id
 
 
@@ -144,24 +146,24 @@ def _call(code: str) -> str:
     return "<tool_call>" + json.dumps({"name": "python", "arguments": {"code": code}}) + "</tool_call>"
 
 
-def demo_turns(good: bool) -> list[dict]:
+def demo_turns(good: bool) -> list[Turn]:
     """A react episode as the scaffold stores it: system prompt, task, then assistant / tool turns."""
     head = "\n".join(f"{i:>3}  {0.1 * i - 0.5:+.3f}  {'abc'[i % 3]}  {20 + i}  {i % 2}" for i in range(12))
     fit_obs = "wrote submission.csv (20 rows)" if good else "ValueError: could not convert string to float: 'a'"
     return [
-        {"role": "system", "text": "You are a machine-learning engineer solving a task in a sandbox with no network."
-                                   "\nEach turn: think inside <think>...</think>, then one tool call."},
-        {"role": "user", "text": "# Predict the label (env-tab-000)\n\nA micro tabular task: 60 training rows.\n"
-                                 "Submit `id,label` for every test row. Metric: accuracy."},
-        {"role": "assistant", "text": "<think>Look at the data first.</think>" + _call(EXPLORE), "tool": "python",
-         "code": EXPLORE, "well_formed": True, "wall_s": 0.4, "token_ids": list(range(38))},
-        {"role": "tool", "text": "", "tool": "python", "code": EXPLORE, "wall_s": 1.1,
-         "observation": f"(60, 5)\n     id      x1 x2  age  label\n{head}"},
-        {"role": "assistant", "text": "<think>Gradient boosting on one-hot columns.</think>" + _call(FIT),
-         "tool": "python", "code": FIT, "well_formed": good, "wall_s": 0.6, "token_ids": list(range(61))},
-        {"role": "tool", "text": "", "tool": "python", "code": FIT, "wall_s": 2.3, "observation": fit_obs},
-        {"role": "assistant", "text": "<think>Done.</think><answer>done</answer>", "tool": "answer",
-         "well_formed": True, "wall_s": 0.1, "token_ids": list(range(9))},
+        Turn("system", "You are a machine-learning engineer solving a task in a sandbox with no network."
+                       "\nEach turn: think inside <think>...</think>, then one tool call."),
+        Turn("user", "# Predict the label (env-tab-000)\n\nA micro tabular task: 60 training rows.\n"
+                     "Submit `id,label` for every test row. Metric: accuracy."),
+        Turn("assistant", "<think>Look at the data first.</think>" + _call(EXPLORE), tool="python", code=EXPLORE,
+             well_formed=True, wall_s=0.4, token_ids=list(range(38))),
+        Turn("tool", "", tool="python", code=EXPLORE, wall_s=1.1,
+             observation=f"(60, 5)\n     id      x1 x2  age  label\n{head}"),
+        Turn("assistant", "<think>Gradient boosting on one-hot columns.</think>" + _call(FIT), tool="python",
+             code=FIT, well_formed=good, wall_s=0.6, token_ids=list(range(61))),
+        Turn("tool", "", tool="python", code=FIT, wall_s=2.3, observation=fit_obs),
+        Turn("assistant", "<think>Done.</think><answer>done</answer>", tool="answer", well_formed=True, wall_s=0.1,
+             token_ids=list(range(9))),
     ]
 
 

@@ -1,5 +1,5 @@
 """Agents: the shared environment interface, scaffolds (react / aide / oneshot), policies and rollouts."""
 
-from .policy import Action, Message, Policy
+from .policy import Action, Policy
 
-__all__ = ["Action", "Message", "Policy"]
+__all__ = ["Action", "Policy"]

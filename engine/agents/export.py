@@ -12,34 +12,38 @@ import json
 from pathlib import Path
 from typing import Any, Iterator
 
+from store import Store
+from store.common import JSON
+from store.trajectories import Trajectory
+
 from ..errors import SandmleError
 
 FORMATS = ("jsonl", "parquet")
 
 
-def trajectory_record(row: dict[str, Any], *, with_tokens: bool = False) -> dict[str, Any]:
-    g = row.get("grade") or {}
-    messages = [{"role": t["role"], "content": t["text"]} for t in row.get("turns", [])]
-    rec = {
-        "id": row["id"], "env_id": row.get("env_id"), "run_id": row.get("run_id"), "policy": row["policy"],
-        "scaffold": row["scaffold"], "rng_seed": row.get("rng_seed"), "status": row.get("status"),
-        "reward": float(row.get("reward") or 0.0), "valid": bool(g.get("valid_submission")),
+def trajectory_record(traj: Trajectory, *, with_tokens: bool = False) -> dict[str, JSON]:
+    g = traj.grade or {}
+    messages: list[JSON] = [{"role": t.role, "content": t.text} for t in traj.turns]
+    rec: dict[str, JSON] = {
+        "id": traj.id, "env_id": traj.env_id, "run_id": traj.run_id, "policy": traj.policy,
+        "scaffold": traj.scaffold, "rng_seed": traj.rng_seed, "status": traj.status,
+        "reward": traj.reward, "valid": bool(g.get("valid_submission")),
         "any_medal": bool(g.get("any_medal")), "gold": bool(g.get("gold_medal")),
         "score": g.get("score"), "human_rank": g.get("human_rank"),
-        "terminated": bool(row.get("terminated")), "truncated": bool(row.get("truncated")),
-        "timed_out": bool(row.get("timed_out")), "n_turns": len(messages), "messages": messages,
-        "well_formed": [t.get("well_formed") for t in row.get("turns", []) if t["role"] == "assistant"],
-        "grade": json.dumps(g, sort_keys=True), "reward_breakdown": json.dumps(row.get("reward_breakdown") or {},
+        "terminated": traj.terminated, "truncated": traj.truncated,
+        "timed_out": traj.timed_out, "n_turns": len(messages), "messages": messages,
+        "well_formed": [t.well_formed for t in traj.turns if t.role == "assistant"],
+        "grade": json.dumps(g, sort_keys=True), "reward_breakdown": json.dumps(traj.reward_breakdown,
                                                                             sort_keys=True, default=str),
     }
     if with_tokens:
-        rec["token_ids"] = [t.get("token_ids") or [] for t in row.get("turns", [])]
+        rec["token_ids"] = [list(t.token_ids or []) for t in traj.turns]
     return rec
 
 
-def iter_records(store, *, with_tokens: bool = False, **filters: Any) -> Iterator[dict[str, Any]]:
+def iter_records(store: Store, *, with_tokens: bool = False, **filters: str | float | None) -> Iterator[dict[str, JSON]]:
     for head in store.trajectories.list(**filters):
-        yield trajectory_record(store.trajectories.get(head["id"]), with_tokens=with_tokens)
+        yield trajectory_record(store.trajectories.get(head.id), with_tokens=with_tokens)
 
 
 def export_trajectories(store, path: str | Path, *, fmt: str | None = None, with_tokens: bool = False,

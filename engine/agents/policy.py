@@ -1,4 +1,5 @@
-"""The policy interface: messages in, one action (text, plus tokens and log-probs for local models) out.
+"""The policy interface: the conversation so far (a list of :class:`~store.trajectories.Turn`) in, one action
+(text, plus tokens and log-probs for local models) out. A local model fills the turns' ``token_ids`` in place.
 
 Implementations live one per module under :mod:`engine.agents.policies`, built from a spec string by
 :func:`engine.agents.policies.load_policy`.
@@ -6,23 +7,12 @@ Implementations live one per module under :mod:`engine.agents.policies`, built f
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from store.trajectories import Turn
 
 from ..errors import SandmleError
-
-
-@dataclass
-class Message:
-    role: str  #: "system" | "user" | "assistant" | "tool"
-    content: str
-    #: the exact tokens of this message as the model saw / produced them (filled by the hf policy)
-    token_ids: list[int] | None = None
-    #: per generated token (assistant messages of the hf policy)
-    logprobs: list[float] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -39,7 +29,7 @@ class Action:
 class Policy(Protocol):
     name: str
 
-    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action: ...
+    def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action: ...
 
 
 class PolicyError(SandmleError):

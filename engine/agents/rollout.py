@@ -8,6 +8,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from store.trajectories import Trajectory
+
 from ..envs.layout import EnvSpec
 from ..grading.grade import GradeReport, grade
 from ..grading.rewards import compute_reward
@@ -16,9 +18,6 @@ from .env import MLEEnv
 from .policy import Policy
 from .scaffolds import get_scaffold
 from .scaffolds.base import Transcript
-from .trajectory import Trajectory, Turn
-
-__all__ = ["Turn", "Trajectory", "run_episode", "new_trajectory_id", "register_env"]
 
 
 def new_trajectory_id() -> str:
@@ -95,9 +94,8 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
         if own_backend:
             sandbox.close()
     render = getattr(policy, "render_messages", None)
-    if callable(render) and transcript.messages:
-        render(transcript.messages)  # token ids of messages the model never had to read (the last observation)
-    transcript.sync_tokens()
+    if callable(render) and transcript.turns:
+        render(transcript.turns)  # token ids of turns the model never had to read (the last observation)
     state = menv.state
     report: GradeReport = grade(env, submission_path)
     total, breakdown = compute_reward(report, transcript.turns, reward)
@@ -113,7 +111,7 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
                **transcript.extra},
     )
     if store is not None:
-        store.trajectories.add(traj.row(), [t.to_dict() for t in traj.turns])
+        store.trajectories.add(traj)
     if interrupted is not None:
         raise interrupted
     return traj

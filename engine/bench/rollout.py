@@ -12,6 +12,7 @@ from typing import Any
 
 from store import Store
 
+from ..agents.corpus import default_corpus
 from ..agents.env import MLEEnv
 from ..agents.format import ToolCall
 from ..agents.policies import load_policy
@@ -19,7 +20,6 @@ from ..agents.rollout import run_episode
 from ..envs.layout import EnvSpec
 from ..eval.run import run_eval
 from ..grading import grade
-from ..agents.corpus import default_corpus
 from ..models.tiny import build_tiny_model
 from ..sandbox import get_backend
 from ..seeds.load import load_shipped

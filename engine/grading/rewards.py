@@ -11,25 +11,25 @@ a breakdown (each term's raw value and weighted contribution), which is stored w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
+
+from store.common import JSON
+from store.trajectories import Turn
 
 from ..errors import SandmleError
 from .grade import GradeReport
 
-RewardFn = Callable[[GradeReport, Sequence[Any]], float]
+RewardFn = Callable[[GradeReport, Sequence[Turn]], float]
 
-
-def _get(turn: Any, key: str) -> Any:
-    return turn.get(key) if isinstance(turn, dict) else getattr(turn, key, None)
 
 
 # ------------------------------------------------------------------ the plain reward functions
-def valid_submission(report: GradeReport, turns: Sequence[Any]) -> float:
+def valid_submission(report: GradeReport, turns: Sequence[Turn]) -> float:
     """1 when the final submission could be scored."""
     return 1.0 if report.valid_submission else 0.0
 
 
-def medal_tier(report: GradeReport, turns: Sequence[Any]) -> float:
+def medal_tier(report: GradeReport, turns: Sequence[Turn]) -> float:
     """0.7 gold / 0.6 silver / 0.5 bronze / 0.1 above median / 0 — the best one reached."""
     if report.gold_medal:
         return 0.7
@@ -42,23 +42,23 @@ def medal_tier(report: GradeReport, turns: Sequence[Any]) -> float:
     return 0.0
 
 
-def gold(report: GradeReport, turns: Sequence[Any]) -> float:
+def gold(report: GradeReport, turns: Sequence[Turn]) -> float:
     return 1.0 if report.gold_medal else 0.0
 
 
-def any_medal(report: GradeReport, turns: Sequence[Any]) -> float:
+def any_medal(report: GradeReport, turns: Sequence[Turn]) -> float:
     return 1.0 if report.any_medal else 0.0
 
 
-def well_formed_share(report: GradeReport, turns: Sequence[Any]) -> float:
+def well_formed_share(report: GradeReport, turns: Sequence[Turn]) -> float:
     """Share of the assistant turns that followed the scaffold's format (0 with no assistant turn)."""
-    marks = [_get(t, "well_formed") for t in turns if _get(t, "role") == "assistant"]
+    marks = [t.well_formed for t in turns if t.role == "assistant"]
     if not marks:
         return 0.0
     return sum(1 for m in marks if m) / len(marks)
 
 
-def human_rank(report: GradeReport, turns: Sequence[Any]) -> float:
+def human_rank(report: GradeReport, turns: Sequence[Turn]) -> float:
     return float(report.human_rank or 0.0) if report.valid_submission else 0.0
 
 
@@ -95,10 +95,6 @@ SCHEMES: dict[str, Scheme] = {
 }
 
 
-def register_scheme(scheme: Scheme) -> None:
-    SCHEMES[scheme.name] = scheme
-
-
 def make_scheme(name: str, terms: Iterable[tuple[str, float, RewardFn]], cap: float | None = None) -> Scheme:
     return Scheme(name, tuple(Term(n, float(w), f) for n, w, f in terms), cap=cap)
 
@@ -112,7 +108,8 @@ def get_scheme(scheme: str | Scheme) -> Scheme:
         raise SandmleError(f"unknown reward scheme {scheme!r}; known: {', '.join(sorted(SCHEMES))}") from None
 
 
-def compute_reward(report: GradeReport, turns: Sequence[Any], scheme: str | Scheme = "milestone") -> tuple[float, dict]:
+def compute_reward(report: GradeReport, turns: Sequence[Turn],
+                   scheme: str | Scheme = "milestone") -> tuple[float, dict[str, JSON]]:
     """The reward of one trajectory and its breakdown ``{scheme, terms: {name: {value, weight, reward}}, total}``."""
     sch = get_scheme(scheme)
     terms: dict[str, dict[str, float]] = {}

@@ -11,6 +11,8 @@ from typing import Any, Sequence
 import torch
 from torch.utils.checkpoint import checkpoint
 
+from store.trajectories import Turn
+
 
 # ---------------------------------------------------------------------------------------------- advantages
 @dataclass
@@ -23,7 +25,7 @@ class GroupStats:
 
 
 def group_advantages(
-    rewards: Sequence[float], group_ids: Sequence[Any], *, masked: Sequence[bool] | None = None,
+    rewards: Sequence[float], group_ids: Sequence[Turn], *, masked: Sequence[bool] | None = None,
     scale: bool = True, equal_group: str = "skip", equal_weight: float = 0.1, eps: float = 1e-6,
 ) -> GroupStats:
     """Advantage of trajectory i = (r_i - mean of its group) / (std of its group + eps) (``scale=False``: no
@@ -77,11 +79,7 @@ class TokenSequence:
         return int(sum(self.env_mask))
 
 
-def _get(turn: Any, key: str) -> Any:
-    return turn.get(key) if isinstance(turn, dict) else getattr(turn, key, None)
-
-
-def build_sequence(turns: Sequence[Any]) -> TokenSequence:
+def build_sequence(turns: Sequence[Turn]) -> TokenSequence:
     """prompt = the token ids of the leading system/user messages; completion = every later message's token ids;
     env_mask = 1 on assistant tokens and 0 on tool/user observation tokens; old log-probs = the sampler's, from
     the assistant messages (NaN where a message has none: no importance correction for those tokens). Never cut:
@@ -92,8 +90,8 @@ def build_sequence(turns: Sequence[Any]) -> TokenSequence:
     old: list[float] = []
     in_prompt = True
     for t in turns:
-        role = _get(t, "role")
-        ids = _get(t, "token_ids")
+        role = t.role
+        ids = t.token_ids
         if ids is None:
             raise ValueError(f"a {role} turn has no token_ids: this trajectory was not produced by a local model")
         ids = list(ids)
@@ -104,7 +102,7 @@ def build_sequence(turns: Sequence[Any]) -> TokenSequence:
         completion.extend(ids)
         if role == "assistant":
             mask.extend([1] * len(ids))
-            lps = _get(t, "logprobs")
+            lps = t.logprobs
             if lps is not None and len(lps) == len(ids):
                 old.extend(float(x) for x in lps)
             elif lps is not None and 0 < len(lps) < len(ids):

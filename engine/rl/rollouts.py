@@ -7,7 +7,11 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
+
+from store import Store
+from store.common import JSON
+from store.trajectories import Trajectory, Turn
 
 from ..inference import StaleSampleError, check_fresh
 
@@ -22,8 +26,8 @@ class Rollout:
     rng_seed: int
     reward: float
     timed_out: bool
-    turns: list[Any]
-    grade: dict[str, Any] = field(default_factory=dict)
+    turns: list[Turn]
+    grade: dict[str, JSON] = field(default_factory=dict)
     wall_s: float = 0.0
     sandbox_s: float = 0.0
     reused: bool = False
@@ -50,16 +54,13 @@ class Rollout:
     @property
     def human_rank(self) -> float | None:
         v = self.grade.get("human_rank")
-        return None if v is None else float(v)
+        return float(v) if isinstance(v, (int, float)) else None
 
     @classmethod
-    def from_trajectory(cls, t: Any, *, reused: bool = False) -> "Rollout":
-        get = (lambda k, d=None: t.get(k, d)) if isinstance(t, dict) else (lambda k, d=None: getattr(t, k, d))
-        return cls(id=get("id"), env_id=get("env_id"), group_id=get("group_id"), rng_seed=int(get("rng_seed") or 0),
-                   reward=float(get("reward") or 0.0), timed_out=bool(get("timed_out")), turns=list(get("turns") or []),
-                   grade=dict(get("grade") or {}), wall_s=float(get("wall_s") or 0.0),
-                   sandbox_s=float(get("sandbox_s") or (get("reward_breakdown") or {}).get("sandbox_s", 0.0) or 0.0),
-                   reused=reused, errored=get("status") == "error")
+    def from_trajectory(cls, t: Trajectory, *, reused: bool = False) -> "Rollout":
+        return cls(id=t.id, env_id=t.env_id or "", group_id=t.group_id or "", rng_seed=int(t.rng_seed or 0),
+                   reward=t.reward, timed_out=t.timed_out, turns=list(t.turns), grade=dict(t.grade or {}),
+                   wall_s=t.wall_s, sandbox_s=t.sandbox_s, reused=reused, errored=t.status == "error")
 
 
 def fresh(rollout: Rollout, version: int, max_staleness: int = 0) -> bool:
@@ -83,26 +84,18 @@ def rollout_seed(base_seed: int, step: int, k: int, i: int, group_size: int) -> 
     return (base_seed * 1_000_003 + step * 10_007 + k * group_size + i) % (2**31 - 1)
 
 
-def stored_plan(store, run_id: str, step: int) -> dict[int, str]:
+def stored_plan(store: Store, run_id: str, step: int) -> dict[int, str]:
     """Group index → env id of the groups already started for this step (from stored trajectories)."""
-    plan: dict[int, str] = {}
     prefix = f"{run_id}/s{step:05d}/g"
-    rows = store.query("SELECT DISTINCT group_id, env_id FROM trajectories WHERE run_id = ? AND step = ?",
-                       (run_id, step))
-    for r in rows:
-        if r["group_id"] and r["group_id"].startswith(prefix):
-            plan[int(r["group_id"][len(prefix):])] = r["env_id"]
-    return plan
+    return {int(gid[len(prefix):]): env_id for gid, env_id in store.trajectories.groups(run_id, step).items()
+            if gid.startswith(prefix)}
 
 
-def stored_rollouts(store, run_id: str, step: int) -> dict[tuple[str, int], Rollout]:
+def stored_rollouts(store: Store, run_id: str, step: int) -> dict[tuple[str, int], Rollout]:
     """(group id, rng seed) → the stored rollout of this step."""
     out: dict[tuple[str, int], Rollout] = {}
-    for row in store.trajectories.list(run_id=run_id):
-        if row.get("step") != step:
-            continue
-        full = store.trajectories.get(row["id"])
-        r = Rollout.from_trajectory(full, reused=True)
+    for row in store.trajectories.list(run_id=run_id, step=step):
+        r = Rollout.from_trajectory(store.trajectories.get(row.id), reused=True)
         out[(r.group_id, r.rng_seed)] = r
     return out
 
@@ -115,8 +108,8 @@ class StepRollouts:
 
 
 def collect(
-    store, run_id: str, step: int, env_ids: list[str], group_size: int, base_seed: int,
-    run_one: Callable[[str, str, int], Any], *, workers: int = 2, on_done: Callable[[Rollout], None] | None = None,
+    store: Store, run_id: str, step: int, env_ids: list[str], group_size: int, base_seed: int,
+    run_one: Callable[[str, str, int], Trajectory], *, workers: int = 2, on_done: Callable[[Rollout], None] | None = None,
 ) -> StepRollouts:
     """Run (or take back from the store) ``group_size`` rollouts for each environment of the step.
     ``run_one(env_id, group_id, rng_seed)`` runs one episode and stores it; it returns a Trajectory."""

@@ -11,8 +11,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from store import sha256_file
+from store import Store, sha256_file
 from store.runs import new_id
+from store.trajectories import Trajectory
 
 from ..envs.layout import REAL_SPLIT
 from ..errors import TrainingError
@@ -22,17 +23,17 @@ from .modeling import load_for_training, resolve_model
 from .render import sft_example
 
 
-def select_trajectories(store, cfg: SFTConfig) -> list[dict[str, Any]]:
+def select_trajectories(store: Store, cfg: SFTConfig) -> list[Trajectory]:
     rows = store.trajectories.list(run_id=cfg.source_run, policy=None, min_reward=cfg.min_reward)
     if cfg.source_policy:
-        rows = [r for r in rows if r["policy"] == cfg.source_policy or r["policy"].startswith(cfg.source_policy + ":")]
+        rows = [r for r in rows if r.policy == cfg.source_policy or r.policy.startswith(cfg.source_policy + ":")]
     if cfg.env_split == "all":  # every trajectory but those on real competitions (evaluation only)
         real = {e["id"] for e in store.envs.list(split=REAL_SPLIT)}
-        rows = [r for r in rows if r["env_id"] not in real]
+        rows = [r for r in rows if r.env_id not in real]
     else:
         allowed = {e["id"] for e in store.envs.list(split=cfg.env_split)}
-        rows = [r for r in rows if r["env_id"] in allowed]
-    rows = [r for r in rows if not r.get("timed_out")]
+        rows = [r for r in rows if r.env_id in allowed]
+    rows = [r for r in rows if not r.timed_out]
     if cfg.max_samples is not None:
         rows = rows[: cfg.max_samples]
     if not rows:
@@ -47,8 +48,8 @@ def build_dataset(store, tokenizer: Any, cfg: SFTConfig):
 
     examples = []
     for row in select_trajectories(store, cfg):
-        full = store.trajectories.get(row["id"])
-        ex = sft_example(tokenizer, full["turns"], cfg.max_seq_len)
+        full = store.trajectories.get(row.id)
+        ex = sft_example(tokenizer, full.turns, cfg.max_seq_len)
         if sum(ex["assistant_masks"]):
             examples.append(ex)
     return Dataset.from_list(examples)

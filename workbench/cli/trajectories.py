@@ -31,11 +31,10 @@ def list_(ctx: Context, run, env, policy, min_reward, limit, as_json, wide) -> N
     """List trajectories, oldest first."""
     rows = ctx.store.trajectories.list(**_filters(run, env, policy, min_reward, limit))
     if as_json:
-        emit_json(rows)
+        emit_json([r.to_dict() for r in rows])
         return
-    table([(r["id"], r["env_id"], r["policy"], r["scaffold"], r["n_turns"], r["status"],
-            "-" if r["reward"] is None else f"{r['reward']:.3f}",
-            "valid" if (r["grade"] or {}).get("valid_submission") else "invalid") for r in rows],
+    table([(r.id, r.env_id, r.policy, r.scaffold, r.n_turns, r.status, f"{r.reward:.3f}",
+            "valid" if (r.grade or {}).get("valid_submission") else "invalid") for r in rows],
           ["id", "env", "policy", "scaffold", "turns", "status", "reward", "submission"], wide=wide)
 
 
@@ -45,14 +44,14 @@ def list_(ctx: Context, run, env, policy, min_reward, limit, as_json, wide) -> N
 @pass_ctx
 def show(ctx: Context, trajectory_id: str, as_json: bool) -> None:
     """Show one trajectory turn by turn."""
-    row = ctx.store.trajectories.get(trajectory_id)
+    traj = ctx.store.trajectories.get(trajectory_id)
     if as_json:
-        emit_json(row)
+        emit_json(traj.to_dict())
         return
-    click.echo(f"{row['id']} · {row['env_id']} · {row['policy']} · {row['scaffold']} · reward {row['reward']:.3f}")
-    for t in row["turns"]:
-        click.echo(f"--- [{t['idx']}] {t['role']}" + (f" · {t['tool']}" if t["tool"] else ""))
-        click.echo(t["text"])
+    click.echo(f"{traj.id} · {traj.env_id} · {traj.policy} · {traj.scaffold} · reward {traj.reward:.3f}")
+    for i, t in enumerate(traj.turns):
+        click.echo(f"--- [{i}] {t.role}" + (f" · {t.tool}" if t.tool else ""))
+        click.echo(t.text)
 
 
 #: export formats by file suffix

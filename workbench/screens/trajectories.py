@@ -63,10 +63,10 @@ class TrajectoriesScreen(BaseScreen):
 
     def reload(self) -> None:
         keep = selected_key(self.table)
-        self.rows = {t["id"]: t for t in self.store.trajectories.list(run_id=self.run_id, env_id=self.env_id, limit=2000)}
+        self.rows = {t.id: t for t in self.store.trajectories.list(run_id=self.run_id, env_id=self.env_id, limit=2000)}
         fill_table(self.table, [
-            (t["id"], (short_id(t["id"], 12), short_id(t["env_id"], 24), short_group(t["group_id"]),
-                       "" if t["reward"] is None else f"{t['reward']:.3f}", t["n_turns"], t["status"]))
+            (t.id, (short_id(t.id, 12), short_id(t.env_id, 24), short_group(t.group_id), f"{t.reward:.3f}", t.n_turns,
+                    t.status))
             for t in self.rows.values()], keep)
         self.show_selected()
 
@@ -76,7 +76,7 @@ class TrajectoriesScreen(BaseScreen):
             self.query_one("#traj-info", Static).update("no rollouts stored for this run")
             self.left.show(None)
             return
-        if (self.left.trajectory or {}).get("id") != key:  # a stored rollout never changes: keep the place
+        if self.left.trajectory is None or self.left.trajectory.id != key:  # a stored rollout never changes: keep the place
             self.left.show(self.store.trajectories.get(key))
         if self.partner is not None:
             self.show_partner(key)
@@ -85,10 +85,10 @@ class TrajectoriesScreen(BaseScreen):
                 f"{len(self.rows)} rollouts · tab/enter: read the turns · c: compare within the group")
 
     def group_mates(self, key: str) -> list[str]:
-        group = self.rows[key].get("group_id")
+        group = self.rows[key].group_id
         if not group:
             return []
-        return [t["id"] for t in self.store.trajectories.list(group_id=group) if t["id"] != key]
+        return [t.id for t in self.store.trajectories.list(group_id=group) if t.id != key]
 
     def show_partner(self, key: str) -> None:
         mates = self.group_mates(key)
@@ -100,9 +100,9 @@ class TrajectoriesScreen(BaseScreen):
         if self.partner not in mates:
             self.partner = mates[0]
         self.right.remove_class("hidden")
-        if (self.right.trajectory or {}).get("id") != self.partner:
+        if self.right.trajectory is None or self.right.trajectory.id != self.partner:
             self.right.show(self.store.trajectories.get(self.partner))
-        info.update(f"{short_id(key, 12)} ↔ {short_id(self.partner, 12)} · group {short_group(self.rows[key]['group_id'])}"
+        info.update(f"{short_id(key, 12)} ↔ {short_id(self.partner, 12)} · group {short_group(self.rows[key].group_id)}"
                     f" · c: next · esc: leave compare")
 
     def leave_compare(self) -> None:

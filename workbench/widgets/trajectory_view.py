@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from rich.markup import escape
 from rich.syntax import Syntax
@@ -15,6 +14,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
+
+from store.common import JSON
+from store.trajectories import Trajectory, Turn
 
 from ..fmt import fmt_duration, short_id
 
@@ -27,7 +29,7 @@ _THINK_TAGS = re.compile(r"</?think>")
 CODE = Syntax("", "python", theme="ansi_dark", background_color="default")  # highlights code into Text
 
 
-def medal_of(grade: dict[str, Any]) -> str:
+def medal_of(grade: dict[str, JSON]) -> str:
     """The best medal of a grade report (MLE-bench's field names, or the short ones)."""
     for name, field in MEDALS:
         if grade.get(field) or grade.get(name.replace(" ", "_")):
@@ -40,16 +42,16 @@ class Step:
     """One assistant turn and the tool turn that answered it (None after the final answer)."""
 
     n: int
-    assistant: dict[str, Any]
-    tool: dict[str, Any] | None
+    assistant: Turn
+    tool: Turn | None
 
 
-def split_turns(turns: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[Step]]:
+def split_turns(turns: list[Turn]) -> tuple[list[Turn], list[Step]]:
     """(the turns before the first assistant turn — system prompt and task —, the assistant steps)."""
-    first = next((i for i, t in enumerate(turns) if t["role"] == "assistant"), len(turns))
+    first = next((i for i, t in enumerate(turns) if t.role == "assistant"), len(turns))
     steps: list[Step] = []
     for t in turns[first:]:
-        if t["role"] == "assistant":
+        if t.role == "assistant":
             steps.append(Step(len(steps) + 1, t, None))
         elif steps and steps[-1].tool is None:
             steps[-1].tool = t
@@ -64,55 +66,55 @@ def head_tail_lines(text: str, head: int = OBS_HEAD, tail: int = OBS_TAIL) -> st
     return "\n".join(lines[:head] + [f"… {len(lines) - head - tail} lines …"] + lines[-tail:])
 
 
-def thought(turn: dict[str, Any]) -> str:
+def thought(turn: Turn) -> str:
     """What the model said besides its call: the think block's text (the whole reply when it was malformed)."""
-    text = turn.get("text") or ""
-    if turn.get("well_formed") is False or not (turn.get("code") or turn.get("tool")):
+    text = turn.text
+    if turn.well_formed is False or not (turn.code or turn.tool):
         return text.strip()
     return _THINK_TAGS.sub("", _CALL.sub("", text)).strip()
 
 
-def reward_terms(traj: dict[str, Any]) -> str:
+def reward_terms(traj: Trajectory) -> str:
     """'valid 0.20 + medal 0.60 + format 0.10': the breakdown's terms that paid."""
-    terms = (traj.get("reward_breakdown") or {}).get("terms")
+    terms = traj.reward_breakdown.get("terms")
     if not isinstance(terms, dict):
         return ""
-    return " + ".join(f"{name} {t['reward']:.2f}" for name, t in terms.items() if isinstance(t, dict) and t.get("reward"))
+    return " + ".join(f"{name} {t['reward']:.2f}" for name, t in terms.items()
+                      if isinstance(t, dict) and isinstance(t.get("reward"), (int, float)) and t["reward"])
 
 
-def header_text(traj: dict[str, Any]) -> str:
-    grade = traj.get("grade") or {}
-    reward, score = traj.get("reward"), grade.get("score")
-    flags = [f for f in ("truncated", "timed_out") if traj.get(f)]
+def header_text(traj: Trajectory) -> str:
+    grade = traj.grade or {}
+    score = grade.get("score")
+    flags = [f for f, on in (("truncated", traj.truncated), ("timed_out", traj.timed_out)) if on]
     terms = reward_terms(traj)
     lines = [
-        (f"[b]reward {reward:.3f}[/b]" if isinstance(reward, (int, float)) else "reward —")
-        + f" · {medal_of(grade)} · " + ("valid" if grade.get("valid_submission") else "[red]invalid[/]")
+        f"[b]reward {traj.reward:.3f}[/b] · {medal_of(grade)} · " + ("valid" if grade.get("valid_submission") else "[red]invalid[/]")
         + (f" · score {score:.4g}" if isinstance(score, (int, float)) else ""),
         *([f"= {escape(terms)}"] if terms else []),
-        f"{escape(short_id(traj['id'], 17))} · {escape(str(traj.get('env_id')))} · "
-        f"{fmt_duration(traj.get('wall_s'))} · {traj['status']}" + (f" ({', '.join(flags)})" if flags else ""),
+        f"{escape(short_id(traj.id, 17))} · {escape(str(traj.env_id))} · "
+        f"{fmt_duration(traj.wall_s)} · {traj.status}" + (f" ({', '.join(flags)})" if flags else ""),
     ]
     if grade.get("error"):
         lines.append(f"[red]{escape(str(grade['error']))}[/]")
     return "\n".join(lines)
 
 
-def prelude_text(prelude: list[dict[str, Any]], folded: bool) -> Text:
-    roles = " + ".join("task" if t["role"] == "user" else t["role"] for t in prelude) or "no prompt"
-    lines = sum(len((t.get("text") or "").splitlines()) for t in prelude)
+def prelude_text(prelude: list[Turn], folded: bool) -> Text:
+    roles = " + ".join("task" if t.role == "user" else t.role for t in prelude) or "no prompt"
+    lines = sum(len(t.text.splitlines()) for t in prelude)
     if folded:
         return Text(f"▸ {roles} · {lines} lines · enter", style="dim")
-    body = "\n\n".join(f"[{'task' if t['role'] == 'user' else t['role']}]\n{t.get('text') or ''}" for t in prelude)
+    body = "\n\n".join(f"[{'task' if t.role == 'user' else t.role}]\n{t.text}" for t in prelude)
     return Text(f"▾ {roles} · enter: fold\n{body}", style="dim")
 
 
 def step_title(step: Step) -> Text:
     a, tool = step.assistant, step.tool
-    name = a.get("tool") or (tool or {}).get("tool") or "no call"
-    mark = {True: " ✓", False: " ✗ malformed"}.get(None if a.get("well_formed") is None else bool(a["well_formed"]), "")
-    made = (f"{len(a['token_ids'])} tok " if a.get("token_ids") else "") + f"{a.get('wall_s') or 0:.1f}s"
-    parts = [made] + ([f"ran {tool['wall_s']:.1f}s"] if tool is not None and tool.get("wall_s") is not None else [])
+    name = a.tool or (tool.tool if tool is not None else None) or "no call"
+    mark = {True: " ✓", False: " ✗ malformed", None: ""}[a.well_formed]
+    made = (f"{len(a.token_ids)} tok " if a.token_ids else "") + f"{a.wall_s:.1f}s"
+    parts = [made] + ([f"ran {tool.wall_s:.1f}s"] if tool is not None else [])
     title = Text.assemble((f"#{step.n} ", "bold"), (name, "bold cyan"), (mark, "green" if "✓" in mark else "red"))
     title.append(" · " + " · ".join(parts), style="dim")
     return title
@@ -124,19 +126,19 @@ def step_renderable(step: Step) -> Text:
     said = thought(step.assistant)
     if said:
         parts.append(Text(said, style="italic"))
-    code = step.assistant.get("code") or (step.tool or {}).get("code")
+    code = step.assistant.code or (step.tool.code if step.tool is not None else None)
     if code:
         highlighted = CODE.highlight(code)
         highlighted.rstrip()
         parts.append(highlighted)
     if step.tool is not None:
-        obs = step.tool.get("observation") or step.tool.get("text") or ""
+        obs = step.tool.observation or step.tool.text
         parts.append(Text("→ " + (head_tail_lines(obs) or "(no output)"), style="dim"))
     return Text("\n").join(parts)
 
 
 class TrajectoryView(VerticalScroll, can_focus=True):
-    """``show(trajectory)`` with the dict from ``store.trajectories.get(id)`` (turns included)."""
+    """``show(trajectory)`` with a trajectory from ``store.trajectories.get(id)`` (turns included)."""
 
     DEFAULT_CSS = """
     TrajectoryView { height: 1fr; border: round $panel; padding: 0 1; scrollbar-size-vertical: 1; }
@@ -154,8 +156,8 @@ class TrajectoryView(VerticalScroll, can_focus=True):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.trajectory: dict[str, Any] | None = None
-        self.prelude: list[dict[str, Any]] = []
+        self.trajectory: Trajectory | None = None
+        self.prelude: list[Turn] = []
         self.steps: list[Step] = []
         self.folded = True
         self.shown = 0  #: counts show() calls: a late mount of an older rollout's turns is dropped
@@ -163,7 +165,7 @@ class TrajectoryView(VerticalScroll, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static("no rollout", classes="traj-header")
 
-    def show(self, trajectory: dict[str, Any] | None) -> None:
+    def show(self, trajectory: Trajectory | None) -> None:
         """Show a rollout: the turns that fill the view at once, the rest right after the first paint (a long
         rollout's code and observations take a while to lay out)."""
         self.trajectory = trajectory
@@ -172,7 +174,7 @@ class TrajectoryView(VerticalScroll, can_focus=True):
         if trajectory is None:
             self.mount(Static("no rollout", classes="traj-header"))
             return
-        self.prelude, self.steps = split_turns(trajectory.get("turns", []))
+        self.prelude, self.steps = split_turns(trajectory.turns)
         self.folded = True
         self.mount_all([Static(header_text(trajectory), classes="traj-header"),
                         Static(prelude_text(self.prelude, True), classes="traj-prelude"),

@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import os
 
+from store.trajectories import Turn
+
 from ...config import load_settings
-from ..policy import Action, Message, PolicyError
+from ..policy import Action, PolicyError
 
 
-def to_chat(messages: list[Message]) -> tuple[str, list[dict]]:
+def to_chat(messages: list[Turn]) -> tuple[str, list[dict]]:
     """(system text, alternating user/assistant turns) — tool observations become user turns."""
-    system = "\n\n".join(m.content for m in messages if m.role == "system")
+    system = "\n\n".join(m.text for m in messages if m.role == "system")
     turns: list[dict] = []
     for m in messages:
         if m.role == "system":
             continue
         role = "assistant" if m.role == "assistant" else "user"
-        text = f"[observation]\n{m.content}" if m.role == "tool" else m.content
+        text = f"[observation]\n{m.text}" if m.role == "tool" else m.text
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"] += "\n\n" + text
         else:
@@ -50,7 +52,7 @@ class AnthropicPolicy:
         self._errors = anthropic.APIError
         self.name = f"anthropic:{self.model}"
 
-    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action:
+    def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         system, turns = to_chat(messages)
         kwargs = dict(model=self.model, max_tokens=self.max_tokens, messages=turns)
         if system:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..policy import Message
+from store.trajectories import Turn
 
 
 class ChatFormat:
@@ -46,13 +46,13 @@ class ChatFormat:
     def _role(role: str) -> str:
         return role if role in ("system", "user", "assistant", "tool") else "user"
 
-    def message_text(self, messages: list[Message], i: int) -> str:
+    def message_text(self, messages: list[Turn], i: int) -> str:
         m = messages[i]
         if m.role == "assistant":
-            return m.content + self.end_text
+            return m.text + self.end_text
         if not self.template:
-            return f"<|{self._role(m.role)}|>\n{m.content}{self.end_text}"
-        conv = [{"role": self._role(x.role), "content": x.content} for x in messages[: i + 1]]
+            return f"<|{self._role(m.role)}|>\n{m.text}{self.end_text}"
+        conv = [{"role": self._role(x.role), "content": x.text} for x in messages[: i + 1]]
         before = self._text(conv[:i], False) if i else ""
         now = self._text(conv, False)
         if now.startswith(before):
@@ -63,7 +63,7 @@ class ChatFormat:
     def _ends_with_header(self, ids: list[int]) -> bool:
         return len(ids) >= len(self.header) and ids[len(ids) - len(self.header):] == self.header
 
-    def fill(self, messages: list[Message], *, generation_prompt: bool = False) -> None:
+    def fill(self, messages: list[Turn], *, generation_prompt: bool = False) -> None:
         """Fill ``token_ids`` of every message that has none (in place); never touch rendered ones, except to add
         the generation prompt to the message right before an assistant turn."""
         for i, m in enumerate(messages):
@@ -74,5 +74,5 @@ class ChatFormat:
         if generation_prompt and messages and not self._ends_with_header(messages[-1].token_ids or []):
             messages[-1].token_ids = list(messages[-1].token_ids or []) + self.header
 
-    def sequence(self, messages: list[Message]) -> list[int]:
+    def sequence(self, messages: list[Turn]) -> list[int]:
         return [t for m in messages for t in (m.token_ids or [])]

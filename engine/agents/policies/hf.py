@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from store.trajectories import Turn
+
 from ...inference import SampleRequest, Sampler
 from ...inference.hf import HFSampler
 from ...models.loading import from_pretrained
-from ..policy import Action, Message, PolicyError
+from ..policy import Action, PolicyError
 from .chat import ChatFormat
 
 
@@ -52,11 +54,11 @@ class HFPolicy:
         cfg = getattr(self.model, "config", None)
         self.max_context = max_context or int(getattr(cfg, "max_position_embeddings", 4096) or 4096)
 
-    def render_messages(self, messages: list[Message]) -> None:
+    def render_messages(self, messages: list[Turn]) -> None:
         """Fill the token ids of messages not rendered yet (e.g. the last observation of an episode)."""
         self.chat.fill(messages)
 
-    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action:
+    def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         self.chat.fill(messages, generation_prompt=True)
         prompt = self.chat.sequence(messages)
         room = min(self.max_new_tokens, self.max_context - len(prompt))

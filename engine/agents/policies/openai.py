@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 
+from store.trajectories import Turn
+
 from ...config import load_settings
-from ..policy import Action, Message, PolicyError
+from ..policy import Action, PolicyError
 from .anthropic import to_chat
 
 
@@ -26,7 +28,7 @@ class OpenAIPolicy:
         self._errors = openai.OpenAIError
         self.name = f"openai:{self.model}"
 
-    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action:
+    def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         system, turns = to_chat(messages)
         chat = ([{"role": "system", "content": system}] if system else []) + turns
         kwargs = dict(model=self.model, messages=chat)

@@ -16,8 +16,10 @@ import json
 import random
 import re
 
+from store.trajectories import Turn
+
 from ..format import answer_text, tool_call_text
-from ..policy import Action, Message, PolicyError
+from ..policy import Action, PolicyError
 from .templates import EXPLORE, MODELS, TEXTS, Choice, run_code, whole_script
 
 EXPERT = Choice("blend", "words+chars", True, True)
@@ -55,8 +57,8 @@ class ScriptedPolicy:
         self.name = f"scripted:skill={skill:g}" + (f",strategy={strategy}" if strategy else "")
 
     # ------------------------------------------------------------------ decisions
-    def _rng(self, messages: list[Message], rng_seed: int | None) -> random.Random:
-        task = next((m.content for m in messages if m.role == "user"), "")
+    def _rng(self, messages: list[Turn], rng_seed: int | None) -> random.Random:
+        task = next((m.text for m in messages if m.role == "user"), "")
         episode = (rng_seed // 1000) if rng_seed is not None else 0  # scaffolds pass episode_seed*1000 + turn
         return random.Random(f"{self.seed}:{episode}:{hashlib.sha256(task.encode()).hexdigest()[:16]}")
 
@@ -68,8 +70,8 @@ class ScriptedPolicy:
         return [Choice(rng.choice(MODELS), rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.5)]
 
     # ------------------------------------------------------------------ the policy interface
-    def act(self, messages: list[Message], *, rng_seed: int | None = None) -> Action:
-        system = messages[0].content if messages and messages[0].role == "system" else ""
+    def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
+        system = messages[0].text if messages and messages[0].role == "system" else ""
         rng = self._rng(messages, rng_seed)
         if "<tool_call>" in system:
             text = self._react(messages, rng)
@@ -80,15 +82,15 @@ class ScriptedPolicy:
         return Action(text=text, usage={"calls": 1})
 
     # ------------------------------------------------------------------ react
-    def _react(self, messages: list[Message], rng: random.Random) -> str:
-        budget_m = re.search(r"at most (\d+) turns", messages[0].content)
+    def _react(self, messages: list[Turn], rng: random.Random) -> str:
+        budget_m = re.search(r"at most (\d+) turns", messages[0].text)
         budget = int(budget_m.group(1)) if budget_m else 15
-        has_val = any(m.role == "user" and "# Validation" in m.content for m in messages)
+        has_val = any(m.role == "user" and "# Validation" in m.text for m in messages)
         history: list[tuple[str, str]] = []  # each earlier turn of mine with the observation that followed
         for i, m in enumerate(messages):
             if m.role == "assistant":
-                nxt = messages[i + 1].content if i + 1 < len(messages) and messages[i + 1].role == "tool" else ""
-                history.append((m.content, nxt))
+                nxt = messages[i + 1].text if i + 1 < len(messages) and messages[i + 1].role == "tool" else ""
+                history.append((m.text, nxt))
         if not history:
             return tool_call_text("python", {"code": EXPLORE}, "Look at the data first: target, task, modality.")
         summary: dict = {}
@@ -156,8 +158,8 @@ class ScriptedPolicy:
         return tool_call_text("python", {"code": run_code(choice, folder, write_template=not wrote)}, think)
 
     # ------------------------------------------------------------------ aide and oneshot
-    def _aide(self, messages: list[Message], rng: random.Random) -> str:
-        prompt = messages[-1].content
+    def _aide(self, messages: list[Turn], rng: random.Random) -> str:
+        prompt = messages[-1].text
         plan = self.plan(_modality_of(prompt), rng)
         if "# Stage: debug" in prompt:
             return _script_reply(whole_script(Choice("linear", "words", False, False)),
@@ -174,8 +176,8 @@ class ScriptedPolicy:
         choice = plan[drafts] if drafts < len(plan) else Choice(rng.choice(MODELS), rng.choice(TEXTS), True, True)
         return _script_reply(whole_script(choice), f"Draft {drafts + 1}: {choice.key}.")
 
-    def _oneshot(self, messages: list[Message], rng: random.Random) -> str:
-        plan = self.plan(_modality_of(messages[-1].content), rng)
+    def _oneshot(self, messages: list[Turn], rng: random.Random) -> str:
+        plan = self.plan(_modality_of(messages[-1].text), rng)
         return _script_reply(whole_script(plan[0], (".",)), f"One shot with {plan[0].key}.")
 
 

@@ -19,7 +19,7 @@ def run(env: MLEEnv, policy: Policy, *,
     tr = transcript if transcript is not None else Transcript()
     tr.add("system", ONESHOT_SYSTEM)
     tr.add("user", task)
-    action, _ = tr.act(policy, tr.messages, seed_for(rng_seed, 0))
+    action, _ = tr.act(policy, tr.turns, seed_for(rng_seed, 0))
     code = extract_code(action.text)
     me = tr.turns[-1]
     me.well_formed = code is not None and parse_turn(action.text).think != ""

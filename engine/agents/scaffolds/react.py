@@ -20,7 +20,7 @@ def run(env: MLEEnv, policy: Policy, *,
     tr.add("system", react_system(max_turns))
     tr.add("user", task)
     for turn in range(max_turns):
-        action, _ = tr.act(policy, tr.messages, seed_for(rng_seed, turn))
+        action, _ = tr.act(policy, tr.turns, seed_for(rng_seed, turn))
         parsed = parse_turn(action.text)
         me = tr.turns[-1]
         me.well_formed = parsed.well_formed
