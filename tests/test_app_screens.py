@@ -11,6 +11,7 @@ from rich.console import Console
 from textual.widgets import DataTable, Input, Static, TabbedContent
 
 from test_app import goto, wait_for
+from store.trajectories import Trajectory
 from workbench.app import Workbench
 from workbench.demo import populate
 
@@ -330,9 +331,9 @@ async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
                             name="haiku react")
     store.runs.update(run, started_at="2026-11-30T05:00:00.000+00:00")
     for k in range(2):  # 1M input + 0.2M output tokens at $1 / $5 per million: $2 each
-        store.trajectories.add({"id": f"traj-api-{k}", "run_id": run, "env_id": "env-tab-000",
-                                "policy": "anthropic:claude-haiku-4-5", "scaffold": "react", "status": "done", "reward": 0.2, "reward_breakdown": {
-                                    "state": {"usage": {"input_tokens": 1_000_000, "output_tokens": 200_000}}}}, [])
+        store.trajectories.add(Trajectory(id=f"traj-api-{k}", run_id=run, env_id="env-tab-000",
+                                          policy="anthropic:claude-haiku-4-5", scaffold="react", reward=0.2,
+                                          state={"usage": {"input_tokens": 1_000_000, "output_tokens": 200_000}}))
     store.runs.add_eval_results(run, [{"env_id": "env-tab-000", "policy": "anthropic:claude-haiku-4-5", "scaffold": "react",
                                        "rng_seed": 0, "valid": True, "human_rank": 0.5, "reward": 0.2}])
     store.runs.finish(run, "done")

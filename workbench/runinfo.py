@@ -16,9 +16,10 @@ def run_cost(store, run: dict[str, Any]) -> float:
 
     total = 0.0
     for t in store.trajectories.list(run_id=run["id"]):
-        usage = ((t.get("reward_breakdown") or {}).get("state") or {}).get("usage") or {}
-        total += cost_usd(t["policy"].split(":", 1)[1], int(usage.get("input_tokens", 0)),
-                          int(usage.get("output_tokens", 0)))
+        usage = t.state.get("usage")
+        if isinstance(usage, dict):
+            total += cost_usd(t.policy.split(":", 1)[1], int(usage.get("input_tokens") or 0),
+                              int(usage.get("output_tokens") or 0))
     return total
 
 
