@@ -13,6 +13,7 @@ import pytest
 from engine.envs.layout import EnvSpec
 from engine.grading import GradeReport, compute_reward, grade, human_rank, medal_ranks, thresholds
 from engine.grading.rewards import make_scheme, valid_submission, well_formed_share
+from store.trajectories import Turn
 
 from conftest import DATA
 
@@ -223,9 +224,9 @@ def _report(**kw) -> GradeReport:
     return GradeReport(**{**base, **kw})
 
 
-TURNS = [{"role": "system"}, {"role": "user"}, {"role": "assistant", "well_formed": True}, {"role": "tool"},
-         {"role": "assistant", "well_formed": False}, {"role": "assistant", "well_formed": True},
-         {"role": "assistant", "well_formed": True}]
+TURNS = [Turn("system", ""), Turn("user", ""), Turn("assistant", "", well_formed=True), Turn("tool", ""),
+         Turn("assistant", "", well_formed=False), Turn("assistant", "", well_formed=True),
+         Turn("assistant", "", well_formed=True)]
 
 
 @pytest.mark.parametrize("medal, expected", [
@@ -242,7 +243,7 @@ def test_milestone_reward(medal, expected):
 
 
 def test_milestone_is_capped_and_invalid_earns_format_only():
-    all_good = [{"role": "assistant", "well_formed": True}] * 3
+    all_good = [Turn("assistant", "", well_formed=True)] * 3
     total, b = compute_reward(_report(gold_medal=True, any_medal=True, above_median=True), all_good)
     assert total == 1.0 and b["uncapped"] == pytest.approx(1.0)
     total, b = compute_reward(_report(valid_submission=False, score=None), all_good)

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from engine.rl.objective import build_sequence, collate, group_advantages, grpo_loss, tis_weights
+from store.trajectories import Turn
 
 
 def test_group_advantages_normalize_within_each_group():
@@ -47,7 +48,7 @@ def test_timed_out_episodes_are_masked_not_punished():
 
 
 def _turn(role, ids, lps=None):
-    return {"role": role, "token_ids": ids, "logprobs": lps}
+    return Turn(role, "", token_ids=ids, logprobs=lps)
 
 
 def test_build_sequence_masks_observations():
@@ -63,7 +64,7 @@ def test_build_sequence_masks_observations():
 
 def test_build_sequence_refuses_text_only_turns():
     with pytest.raises(ValueError, match="token_ids"):
-        build_sequence([{"role": "user", "token_ids": None}])
+        build_sequence([Turn("user", "text only")])
 
 
 def test_collate_lines_masks_up_with_next_token_positions():

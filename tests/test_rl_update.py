@@ -12,6 +12,7 @@ from engine.rl.modeling import load_for_training
 from engine.rl.objective import build_sequence
 from engine.rl.update import grpo_update, make_optimizer
 from rl_tiny import build_tiny
+from store.trajectories import Turn
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +22,11 @@ def tiny_dir(tmp_path_factory):
 
 def _turns(tok, answer: str, obs: str = "Observation: accuracy 0.81\n"):
     enc = lambda s: tok(s, add_special_tokens=False)["input_ids"]  # noqa: E731
-    return [{"role": "system", "token_ids": enc("system: solve the task\n")},
-            {"role": "user", "token_ids": enc("train.csv test.csv\n")},
-            {"role": "assistant", "token_ids": enc(answer), "logprobs": None},
-            {"role": "tool", "token_ids": enc(obs)},
-            {"role": "assistant", "token_ids": enc("submission.to_csv('submission.csv')\n"), "logprobs": None}]
+    return [Turn("system", "", token_ids=enc("system: solve the task\n")),
+            Turn("user", "", token_ids=enc("train.csv test.csv\n")),
+            Turn("assistant", "", token_ids=enc(answer)),
+            Turn("tool", "", token_ids=enc(obs)),
+            Turn("assistant", "", token_ids=enc("submission.to_csv('submission.csv')\n"))]
 
 
 def _split(model):
