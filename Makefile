@@ -27,9 +27,10 @@ setup: $(STAMP) sandbox-deps
 run: setup
 	$(BIN)/sandmle
 
-# The import contract (pyproject [tool.importlinter]) first, then the suite.
+# The import contracts (pyproject [tool.importlinter]) and the types (pyproject [tool.mypy]) first, then the suite.
 lint: setup
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: lint
 	$(BIN)/python -m pytest -q

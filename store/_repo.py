@@ -1,11 +1,21 @@
-"""Shared plumbing of the repositories: JSON columns in and out."""
+"""Shared plumbing of the repositories: JSON and boolean columns in and out, lookups by key or id prefix."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from . import process
 from .common import dumps, loads
+
+if TYPE_CHECKING:  # the store holds its repositories; a repository only needs the type
+    from .db import Store
+
+#: a decoded row: column name → value (JSON columns decoded, boolean columns as bool)
+Row = dict[str, Any]
+#: several rows (an alias: inside a repository class, ``list`` names its ``list`` method)
+Rows = list[Row]
+#: the parameters of a query
+Params = tuple[str | int | float | None, ...]
 
 
 class Repo:
@@ -13,10 +23,10 @@ class Repo:
     json_fields: tuple[str, ...] = ()
     bool_fields: tuple[str, ...] = ()
 
-    def __init__(self, store):
+    def __init__(self, store: Store):
         self.store = store
 
-    def encode(self, row: dict[str, Any]) -> dict[str, Any]:
+    def encode(self, row: Row) -> Row:
         out = dict(row)
         for key in self.json_fields:
             if key in out and out[key] is not None and not isinstance(out[key], str):
@@ -26,9 +36,7 @@ class Repo:
                 out[key] = int(bool(out[key]))
         return out
 
-    def decode(self, row: dict[str, Any] | None) -> dict[str, Any] | None:
-        if row is None:
-            return None
+    def decode(self, row: Row) -> Row:
         out = dict(row)
         for key in self.json_fields:
             if key in out and isinstance(out[key], str):
@@ -38,10 +46,10 @@ class Repo:
                 out[key] = bool(out[key])
         return out
 
-    def decode_all(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    def decode_all(self, rows: Iterable[Row]) -> list[Row]:
         return [self.decode(r) for r in rows]
 
-    def _get(self, key_sql: str, params: tuple) -> dict[str, Any] | None:
+    def _get(self, key_sql: str, params: Params) -> Row | None:
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE {key_sql}", params)
         return self.decode(rows[0]) if rows else None
 
@@ -49,3 +57,8 @@ class Repo:
         """Rows still ``running`` whose owner process has ended (killed before it could close them)."""
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE status = 'running'")
         return [r for r in self.decode_all(rows) if process.gone(r)]
+
+    def _by_prefix(self, prefix: str) -> Row | None:
+        """The one row whose id starts with ``prefix``; None when none or several do."""
+        rows = self.store.query(f"SELECT * FROM {self.table} WHERE id LIKE ? LIMIT 2", (f"{prefix}%",))
+        return self.decode(rows[0]) if len(rows) == 1 else None

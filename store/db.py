@@ -10,7 +10,7 @@ import contextlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import sqlite_utils
 
@@ -65,7 +65,7 @@ class Store:
         self.trajectories = Trajectories(self)
         #: ids of the rows this open found running with their process gone, now ``dead`` (unless ``recover`` is
         #: False: ``doctor --deep`` looks at them first)
-        self.recovered: dict[str, list[str]] = (
+        self.recovered: dict[str, Sequence[str]] = (
             {"runs": self.runs.mark_dead(), "sandbox_runs": self.sandbox.mark_dead()} if recover else {})
 
     # ------------------------------------------------------------------ plumbing

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable
 
-from ._repo import Repo
+from ._repo import Params, Repo, Row, Rows
 from .common import dumps, loads, now
 from .errors import NotFound
 
@@ -30,13 +30,13 @@ class Environments(Repo):
         with self.store.transaction() as db:
             if replace:
                 db.conn.execute("DELETE FROM environments WHERE id = ?", (env["id"],))
-            db["environments"].insert(row, pk="id")
+            db.table("environments").insert(row, pk="id")
             file_rows = [{"env_id": env["id"], **f} for f in files]
             if file_rows:
-                db["env_files"].insert_all(file_rows, pk=("env_id", "path"))
+                db.table("env_files").insert_all(file_rows, pk=("env_id", "path"))
             lb_rows = [{"env_id": env["id"], "created_at": row["created_at"], **e} for e in leaderboard]
             if lb_rows:
-                db["leaderboard"].insert_all(lb_rows)
+                db.table("leaderboard").insert_all(lb_rows)
         return env["id"]
 
     def reserve(self, base_id: str, row: dict[str, Any], folder: Path) -> str:
@@ -48,19 +48,22 @@ class Environments(Repo):
             env_id = base_id if n == 1 else f"{base_id}-{n}"
             try:
                 with self.store.transaction() as db:
-                    db["environments"].insert(self.encode({**row, "id": env_id, "status": "pending",
+                    db.table("environments").insert(self.encode({**row, "id": env_id, "status": "pending",
                                                            "dir": str(folder / env_id), "created_at": now()}))
                 return env_id
             except sqlite3.IntegrityError:
-                if self.get(env_id, missing_ok=True) is None:  # not the id: a bad row
+                if self.find(env_id) is None:  # not the id: a bad row
                     raise
                 n += 1
 
-    def get(self, env_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
-        row = self._get("id = ?", (env_id,))
-        if row is None and not missing_ok:
+    def get(self, env_id: str) -> Row:
+        row = self.find(env_id)
+        if row is None:
             raise NotFound(f"no environment with id {env_id!r} (see `sandmle envs list`)")
         return row
+
+    def find(self, env_id: str) -> Row | None:
+        return self._get("id = ?", (env_id,))
 
     def list(
         self,
@@ -74,7 +77,7 @@ class Environments(Repo):
         ids: list[str] | None = None,
         since: str | None = None,
         exclude_split: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> Rows:
         """Environments matching every filter given (``exclude_split``: any split but this one)."""
         where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids, since=since,
                                     exclude_split=exclude_split)
@@ -117,9 +120,9 @@ class Environments(Repo):
         self.get(env_id)
         row = self.encode(fields)
         with self.store.transaction() as db:
-            db["environments"].update(env_id, row)
+            db.table("environments").update(env_id, row)
 
-    def delete(self, env_id: str) -> dict[str, Any]:
+    def delete(self, env_id: str) -> Row:
         env = self.get(env_id)
         self.store.execute("DELETE FROM environments WHERE id = ?", (env_id,))
         return env
@@ -128,10 +131,10 @@ class Environments(Repo):
         """Delete a ``pending`` row (a reservation whose environment was never stored); True if there was one."""
         return self.store.execute("DELETE FROM environments WHERE id = ? AND status = 'pending'", (env_id,)) > 0
 
-    def files(self, env_id: str) -> list[dict[str, Any]]:
+    def files(self, env_id: str) -> Rows:
         return self.store.query("SELECT * FROM env_files WHERE env_id = ? ORDER BY path", (env_id,))
 
-    def leaderboard(self, env_id: str) -> list[dict[str, Any]]:
+    def leaderboard(self, env_id: str) -> Rows:
         env = self.get(env_id)
         order = "ASC" if env["lower_is_better"] else "DESC"
         return self.store.query(
@@ -156,9 +159,9 @@ class Environments(Repo):
             if row.get(key) is not None and not isinstance(row[key], str):
                 row[key] = dumps(row[key])
         with self.store.transaction() as db:
-            return db["synthesis_attempts"].insert(row).last_pk
+            return db.table("synthesis_attempts").insert(row).last_pk
 
-    def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> list[dict[str, Any]]:
+    def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> Rows:
         if env_id is None and run_id is None:
             raise ValueError("give env_id or run_id")
         col, val = ("env_id", env_id) if env_id is not None else ("run_id", run_id)

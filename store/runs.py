@@ -6,7 +6,7 @@ import uuid
 from typing import Any, Iterable
 
 from . import process
-from ._repo import Repo
+from ._repo import Params, Repo, Row, Rows
 from .common import now
 from .errors import NotFound
 
@@ -43,7 +43,7 @@ class Runs(Repo):
             "parent_id": parent_id, "dir": dir, **process.owner(), "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
         })
         with self.store.transaction() as db:
-            db["runs"].insert(row, pk="id")
+            db.table("runs").insert(row, pk="id")
         return run_id
 
     def adopt(self, kind: str, config: dict[str, Any] | None = None, *, name: str | None = None,
@@ -51,7 +51,7 @@ class Runs(Repo):
         """Fill in the row ``adopt_id`` names (once, and only with a run of its kind) and return its id, so that
         one piece of work started by a launcher is one run; None when there is nothing to adopt. The launcher's own
         config keys are kept beside the run's config."""
-        row = self.get(self.adopt_id, missing_ok=True) if self.adopt_id else None
+        row = self.find(self.adopt_id) if self.adopt_id else None
         if row is None or row["kind"] != kind:
             return None
         self.adopt_id = None
@@ -61,17 +61,17 @@ class Runs(Repo):
                     started_at=stamp if status == "running" else None, heartbeat_at=stamp)
         return row["id"]
 
-    def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
-        row = self._get("id = ?", (run_id,))
+    def get(self, run_id: str) -> Row:
+        row = self.find(run_id)
         if row is None:
-            rows = self.store.query("SELECT * FROM runs WHERE id LIKE ? LIMIT 2", (f"{run_id}%",))
-            if len(rows) == 1:
-                row = self.decode(rows[0])
-        if row is None and not missing_ok:
             raise NotFound(f"no run with id {run_id!r} (see `sandmle runs list`)")
         return row
 
-    def list(self, *, kind: str | None = None, status: str | None = None, limit: int | None = 500) -> list[dict]:
+    def find(self, run_id: str) -> Row | None:
+        """The run with this id, or with this unique id prefix (as git does); None when there is none."""
+        return self._get("id = ?", (run_id,)) or self._by_prefix(run_id)
+
+    def list(self, *, kind: str | None = None, status: str | None = None, limit: int | None = 500) -> Rows:
         where, params = [], []
         for col, val in (("kind", kind), ("status", status)):
             if val is not None:
@@ -88,7 +88,7 @@ class Runs(Repo):
             fields["pid_start"] = process.start_time(fields["pid"])
         row = self.encode(fields)
         with self.store.transaction() as db:
-            db["runs"].update(run_id, row)
+            db.table("runs").update(run_id, row)
 
     def start(self, run_id: str) -> None:
         stamp = now()
@@ -154,13 +154,13 @@ class Runs(Repo):
     # --------------------------------------------------------------- checkpoints
     def add_checkpoint(self, run_id: str, step: int, path: str, sha256: str, state: dict | None = None) -> int:
         with self.store.transaction() as db:
-            return db["checkpoints"].insert(
+            return db.table("checkpoints").insert(
                 {"run_id": run_id, "step": int(step), "path": str(path), "sha256": sha256,
                  "state": self.encode({"config": state or {}})["config"], "created_at": now()},
                 replace=True,
             ).last_pk
 
-    def checkpoints(self, run_id: str) -> list[dict[str, Any]]:
+    def checkpoints(self, run_id: str) -> Rows:
         rows = self.store.query("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step", (run_id,))
         for r in rows:
             r["state"] = self.decode({"config": r["state"]})["config"]
@@ -180,11 +180,11 @@ class Runs(Repo):
                     r[key] = int(bool(r[key]))
         with self.store.transaction() as db:
             if rows:
-                db["eval_results"].insert_all(rows)
+                db.table("eval_results").insert_all(rows)
 
     def drop_eval_errors(self, run_id: str) -> int:
         """Forget the episodes of an eval run that could not run (so that resuming plays them again)."""
         return self.store.execute("DELETE FROM eval_results WHERE run_id = ? AND error IS NOT NULL", (run_id,))
 
-    def eval_results(self, run_id: str) -> list[dict[str, Any]]:
+    def eval_results(self, run_id: str) -> Rows:
         return self.store.query("SELECT * FROM eval_results WHERE run_id = ? ORDER BY env_id, rng_seed, id", (run_id,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import process
-from ._repo import Repo
+from ._repo import Params, Repo, Row, Rows
 from .common import dumps, now
 from .errors import NotFound
 
@@ -20,14 +20,14 @@ class SandboxRuns(Repo):
         row.setdefault("started_at", now())
         row.setdefault("status", "running")
         with self.store.transaction() as db:
-            db["sandbox_runs"].insert(row, pk="id")
+            db.table("sandbox_runs").insert(row, pk="id")
         return run["id"]
 
     def finish(self, run_id: str, **fields: Any) -> None:
         row = self.encode(fields)
         row.setdefault("ended_at", now())
         with self.store.transaction() as db:
-            db["sandbox_runs"].update(run_id, row)
+            db.table("sandbox_runs").update(run_id, row)
 
     def mark_dead(self, rows: list[dict[str, Any]] | None = None) -> list[str]:
         """Mark ``running`` runs whose process is gone (killed before it could record the end) as ``dead``;
@@ -42,21 +42,20 @@ class SandboxRuns(Repo):
                                                                         r["id"]))
         return [r["id"] for r in dead]
 
-    def get(self, run_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
-        row = self._get("id = ?", (run_id,))
+    def get(self, run_id: str) -> Row:
+        row = self.find(run_id)
         if row is None:
-            # allow unique prefixes, as git does
-            rows = self.store.query("SELECT * FROM sandbox_runs WHERE id LIKE ? LIMIT 2", (f"{run_id}%",))
-            if len(rows) == 1:
-                row = self.decode(rows[0])
-        if row is None and not missing_ok:
             raise NotFound(f"no sandbox run with id {run_id!r} (see `sandmle sandbox runs list`)")
         return row
+
+    def find(self, run_id: str) -> Row | None:
+        """The run with this id, or with this unique id prefix (as git does); None when there is none."""
+        return self._get("id = ?", (run_id,)) or self._by_prefix(run_id)
 
     def list(
         self, *, status: str | None = None, env_id: str | None = None, run_id: str | None = None,
         text: str | None = None, limit: int | None = 200, offset: int = 0,
-    ) -> list[dict[str, Any]]:
+    ) -> Rows:
         """Newest first; ``text`` matches part of the id, run id, environment id or command."""
         where, params = self._where(status=status, env_id=env_id, run_id=run_id, text=text)
         sql = "SELECT * FROM sandbox_runs" + where + " ORDER BY started_at DESC, id"
@@ -66,13 +65,15 @@ class SandboxRuns(Repo):
 
     def count(self, **filters: Any) -> int:
         if not any(v is not None for v in filters.values()):
-            return self.store.db["sandbox_runs"].count
+            return self.store.db.table("sandbox_runs").count
         where, params = self._where(**filters)
         return self.store.query("SELECT COUNT(*) AS n FROM sandbox_runs" + where, params)[0]["n"]
 
     @staticmethod
-    def _where(*, status=None, env_id=None, run_id=None, text=None) -> tuple[str, tuple]:
-        where, params = [], []
+    def _where(*, status: str | None = None, env_id: str | None = None, run_id: str | None = None,
+               text: str | None = None) -> tuple[str, Params]:
+        where: list[str] = []
+        params: list[str] = []
         for col, val in (("status", status), ("env_id", env_id), ("run_id", run_id)):
             if val is not None:
                 where.append(f"{col} = ?")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
-from ._repo import Repo
+from ._repo import Params, Repo, Row, Rows
 from .common import now
 from .errors import NotFound
 
@@ -17,7 +17,7 @@ class Seeds(Repo):
     def upsert(self, seed: dict[str, Any]) -> str:
         """Insert or replace a seed (keeps ``enabled``, ``tags`` and ``created_at`` of an existing row)."""
         with self.store.transaction() as db:
-            existing = self.get(seed["id"], missing_ok=True)
+            existing = self.find(seed["id"])
             row = self.encode(seed)
             stamp = now()
             row["updated_at"] = stamp
@@ -28,17 +28,21 @@ class Seeds(Repo):
                 row["tags"] = self.encode({"tags": merged})["tags"]
             else:
                 row["created_at"] = stamp
-            db[self.table].upsert(row, pk="id", alter=False)
+            db.table(self.table).upsert(row, pk="id", alter=False)
         return seed["id"]
 
-    def get(self, seed_id: str, *, missing_ok: bool = False) -> dict[str, Any] | None:
-        row = self._get("id = ?", (seed_id,))
-        if row is None and not missing_ok:
+    def get(self, seed_id: str) -> Row:
+        row = self.find(seed_id)
+        if row is None:
             raise NotFound(f"no seed with id {seed_id!r} (see `sandmle seeds list`)")
         return row
 
-    def list(self, *, modality: str | None = None, enabled: bool | None = None, text: str | None = None) -> list[dict]:
-        where, params = [], []
+    def find(self, seed_id: str) -> Row | None:
+        return self._get("id = ?", (seed_id,))
+
+    def list(self, *, modality: str | None = None, enabled: bool | None = None, text: str | None = None) -> Rows:
+        where: list[str] = []
+        params: list[str | int] = []
         if modality:
             where.append("s.modality = ?")
             params.append(modality)
@@ -64,7 +68,7 @@ class Seeds(Repo):
             "UPDATE seeds SET enabled = ?, updated_at = ? WHERE id = ?", (int(enabled), now(), seed_id)
         )
 
-    def tag(self, seed_id: str, tag: str, *, remove: bool = False) -> list[str]:
+    def tag(self, seed_id: str, tag: str, *, remove: bool = False) -> Sequence[str]:
         with self.store.transaction():
             seed = self.get(seed_id)
             tags = set(seed["tags"])
@@ -77,4 +81,4 @@ class Seeds(Repo):
         return result
 
     def count(self) -> int:
-        return self.store.db["seeds"].count
+        return self.store.db.table("seeds").count

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ._repo import Repo
+from ._repo import Params, Repo, Row
 from .common import JSON, now
 from .errors import NotFound
 
@@ -107,9 +107,9 @@ class Trajectories(Repo):
                 tr["well_formed"] = int(bool(tr["well_formed"]))
             turn_rows.append(tr)
         with self.store.transaction() as db:
-            db["trajectories"].insert(row, pk="id")
+            db.table("trajectories").insert(row, pk="id")
             if turn_rows:
-                db["turns"].insert_all(turn_rows, pk=("trajectory_id", "idx"), alter=False)
+                db.table("turns").insert_all(turn_rows, pk=("trajectory_id", "idx"), alter=False)
         return t.id
 
     def get(self, trajectory_id: str, *, with_turns: bool = True) -> Trajectory:

@@ -26,13 +26,12 @@ def test_macro_tokens_make_teacher_turns_short_and_exact(store, tmp_path):
     plain = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "plain", corpus=default_corpus(), hidden=32, layers=1))
     macro = AutoTokenizer.from_pretrained(build_tiny_model(tmp_path / "macro", corpus=default_corpus(), hidden=32, layers=1,
                                                            extra_tokens=macro_tokens((6,)), init_std=0.1))
-    turns = [t.to_dict() for t in tr.turns]
-    long_ = render_turns(plain, turns)
-    short = render_turns(macro, turns)
-    for t, ids, ids_plain in zip(turns, short, long_):
-        if t["role"] == "assistant":
-            assert macro.decode(ids, skip_special_tokens=True) == t["text"]
-            assert len(ids) <= 60 < len(ids_plain) or len(t["text"]) < 200
+    long_ = render_turns(plain, tr.turns)
+    short = render_turns(macro, tr.turns)
+    for t, ids, ids_plain in zip(tr.turns, short, long_):
+        if t.role == "assistant":
+            assert macro.decode(ids, skip_special_tokens=True) == t.text
+            assert len(ids) <= 60 < len(ids_plain) or len(t.text) < 200
 
 
 def test_reward_plot_is_written(tmp_path):

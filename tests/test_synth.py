@@ -154,7 +154,7 @@ def test_envs_cli_list_show_export_delete(synth_store, capsys, tmp_path):
     env_dir = Path(store.envs.get(env_id)["dir"])
     res = run_cli("envs", "delete", env_id, "--json")
     assert res.code == 0 and res.json()["deleted"]
-    assert store.envs.get(env_id, missing_ok=True) is None and not env_dir.exists()
+    assert store.envs.find(env_id) is None and not env_dir.exists()
     missing = run_cli("envs", "show", env_id)
     assert missing.code != 0 and "no environment" in missing.err and "Traceback" not in missing.err
 

@@ -40,7 +40,7 @@ def _record(run_id: str, log_path: str, code: int) -> None:
 
     status = "done" if code == 0 else ("stopped" if code in (130, 143) else "failed")
     with Store() as store:
-        row = store.runs.get(run_id, missing_ok=True)
+        row = store.runs.find(run_id)
         if row is not None and row["status"] == "running":
             error = None if status == "done" else (tail(Path(log_path)) or f"exit code {code}")
             store.runs.finish(run_id, status, error=error)

@@ -223,7 +223,7 @@ class JobManager:
             else:
                 code = None
             job.returncode = code
-            row = self.store.runs.get(job.run_id, missing_ok=True)
+            row = self.store.runs.find(job.run_id)
             if row is not None and row["status"] != "running":  # the job recorded its own end (workbench.jobrun)
                 job.status = row["status"]
             else:

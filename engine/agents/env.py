@@ -123,6 +123,20 @@ class MLEEnv:
                 s.truncated = True
         return StepResult(head_tail(observation, self.observation_chars), 0.0, s.terminated, s.truncated, info)
 
+    @property
+    def workspace(self) -> Workspace:
+        """The episode's sandbox workspace (there is one between reset() and close())."""
+        if self.ws is None:
+            raise SandboxError("the environment has no workspace: call reset() first")
+        return self.ws
+
+    @property
+    def validation(self) -> ValidationSplit:
+        """The validation split carved from the training rows at reset()."""
+        if self.split is None:
+            raise SandboxError("the environment has no validation split: call reset() first")
+        return self.split
+
     # ------------------------------------------------------------------ the step
     def step(self, call: ToolCall | None, *, error: str | None = None) -> StepResult:
         if self.ws is None:
@@ -145,7 +159,7 @@ class MLEEnv:
             t = time.monotonic()
             path = str(call.arguments.get("path") or VAL_SUBMISSION)
             data = self.read(path) if path == VAL_SUBMISSION else None
-            obs = score_validation(self.grade, self.split, data)
+            obs = score_validation(self.grade, self.validation, data)
             if path != VAL_SUBMISSION:
                 obs = f"the score tool grades {VAL_SUBMISSION} only"
             self.state.sandbox_s += time.monotonic() - t
@@ -168,7 +182,7 @@ class MLEEnv:
         timeout = max(1.0, min(self.step_timeout_s, self.remaining_s))
         lim = Limits(**{**self.limits.to_dict(), "timeout_s": timeout, "cpu_s": max(timeout * 2, 1.0)})
         t = time.monotonic()
-        result = self.ws.run_python(code, limits=lim, meta=self.meta)
+        result = self.workspace.run_python(code, limits=lim, meta=self.meta)
         self.state.sandbox_s += time.monotonic() - t
         if result.status == "timeout":
             self.state.timed_out_steps += 1
@@ -179,7 +193,7 @@ class MLEEnv:
     # ------------------------------------------------------------------ files (through the workspace interface)
     def read(self, relpath: str) -> bytes | None:
         try:
-            return self.ws.read_file(relpath)
+            return self.workspace.read_file(relpath)
         except (FileNotFoundError, IsADirectoryError, SandboxError):
             return None
 
@@ -188,7 +202,7 @@ class MLEEnv:
 
     def remove(self, relpath: str) -> None:
         try:
-            (Path(self.ws.path) / relpath).unlink()
+            (Path(self.workspace.path) / relpath).unlink()
         except FileNotFoundError:
             pass
 

@@ -41,7 +41,7 @@ def trajectory_record(traj: Trajectory, *, with_tokens: bool = False) -> dict[st
     return rec
 
 
-def iter_records(store: Store, *, with_tokens: bool = False, **filters: str | float | None) -> Iterator[dict[str, JSON]]:
+def iter_records(store: Store, *, with_tokens: bool = False, **filters: Any) -> Iterator[dict[str, JSON]]:
     for head in store.trajectories.list(**filters):
         yield trajectory_record(store.trajectories.get(head.id), with_tokens=with_tokens)
 

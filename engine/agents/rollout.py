@@ -28,7 +28,7 @@ def register_env(store, env: EnvSpec, *, split: str | None = None) -> None:
     """Make sure the store has a row for ``env`` (trajectories and eval results point at it); a real competition
     is (re)filed under the split ``real``, which training never selects."""
     split = split or env.split
-    row = store.envs.get(env.id, missing_ok=True)
+    row = store.envs.find(env.id)
     if row is not None:
         if split == "real" and row["split"] != "real":
             store.envs.set_split([env.id], "real")

@@ -39,7 +39,7 @@ def synthesized_envs(store, count: int = 1) -> list[EnvSpec]:
     return [EnvSpec.from_store(store, v.env_id) for v in report.verified]
 
 
-def run(store, quick: bool = False, **_: Any) -> BenchResult:
+def run(store, quick: bool = False, **_options: Any) -> BenchResult:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-rollout-") as tmp:
         st = Store(Path(tmp) / "bench.db")
@@ -58,7 +58,7 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
             try:
                 e = MLEEnv(env.id, env.public, env.grade, backend)
                 e.reset()
-                e.ws.write_file("val/submission.csv", e.read("val/sample_submission.csv"))
+                e.workspace.write_file("val/submission.csv", e.read("val/sample_submission.csv") or b"")
                 t = time.perf_counter()
                 for _ in range(n):
                     e.state.steps = 0

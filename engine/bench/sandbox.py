@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..sandbox import get_backend
 from ..sandbox.features import detect
+from ..sandbox.local import LocalBackend
 from ..sandbox.process import run_env, venv_python
 from . import BenchResult
 
@@ -73,7 +74,7 @@ def _row(case: str, mode: str, secs: list[float], ref_p50_ms: float | None, isol
             "overhead_p90_ms": None if over90 is None else round(over90, 1), "isolation": isolation}
 
 
-def run(store, quick: bool = False, **_: Any) -> BenchResult:
+def run(store, quick: bool = False, **_options: Any) -> BenchResult:
     n_empty, n_ml = (3, 1) if quick else (40, 10)
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
@@ -83,7 +84,7 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
     bare_empty = _times(_bare(EMPTY), n_empty)
     ref = _pct(bare_empty, 0.5) * 1000
     rows.append(_row("empty step", "bare python -c pass", bare_empty, None, "none"))
-    with get_backend("local", store=store, warm=True) as backend, backend.open(label="bench") as ws:
+    with LocalBackend(store=store, warm=True) as backend, backend.open(label="bench") as ws:
         cold = _times(_sandboxed(ws, EMPTY, warm=False), n_empty)
         rows.append(_row("empty step", "local cold", cold, ref, iso))
         warm_ok = backend.warm_worker() is not None

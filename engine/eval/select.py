@@ -70,7 +70,7 @@ def _select_part(store, part: str, cache: Path, metric: str | None) -> tuple[lis
         return _stored(store, store.envs.list(split=part[6:], status="verified")), []
     if part.startswith("seed:"):
         return _stored(store, store.envs.list(seed_id=part[5:], status="verified")), []
-    if store.envs.get(part, missing_ok=True) is None:
+    if store.envs.find(part) is None:
         raise SandmleError(f"no environment or folder {part!r}", hint="give stored env ids, split:NAME, seed:ID, "
                                                                      "all, real, mlebench:DIR[:lite] or a folder")
     return [EnvSpec.from_store(store, part)], []

@@ -112,7 +112,7 @@ def compute_reward(report: GradeReport, turns: Sequence[Turn],
                    scheme: str | Scheme = "milestone") -> tuple[float, dict[str, JSON]]:
     """The reward of one trajectory and its breakdown ``{scheme, terms: {name: {value, weight, reward}}, total}``."""
     sch = get_scheme(scheme)
-    terms: dict[str, dict[str, float]] = {}
+    terms: dict[str, JSON] = {}
     total = 0.0
     for term in sch.terms:
         value = float(term.fn(report, turns))

@@ -49,7 +49,7 @@ def from_pretrained(path_or_id: str | Path, *, adapter: str | Path | None = None
     path = str(Path(path).expanduser()) if path.startswith("~") else path
     try:
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=pick_dtype(device))
+        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=pick_dtype(device))
     except (OSError, ValueError) as exc:
         raise SandmleError(f"cannot load model {path!r}: {str(exc).splitlines()[0]}") from None
     if adapter:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from .loading import quiet_transformers
 
@@ -52,12 +53,13 @@ def build_tiny_model(out_dir: str | Path, *, corpus: list[str], hidden: int = 25
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = train_tokenizer(corpus, vocab_size, extra_tokens)
     torch.manual_seed(seed)
+    # init_std ~ 1/sqrt(hidden) lets a LoRA-only learner reach confident logits through the frozen tied head
+    init: dict[str, Any] = {"initializer_range": float(init_std)} if init_std else {}
     config = Qwen3Config(
         vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 3, num_hidden_layers=layers,
         num_attention_heads=heads, num_key_value_heads=kv_heads, head_dim=hidden // heads,
         max_position_embeddings=8192, tie_word_embeddings=True,
-        # init_std ~ 1/sqrt(hidden) lets a LoRA-only learner reach confident logits through the frozen tied head
-        **({"initializer_range": float(init_std)} if init_std else {}),
+        **init,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id, bos_token_id=None,
     )
     model = AutoModelForCausalLM.from_config(config)

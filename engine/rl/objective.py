@@ -25,7 +25,7 @@ class GroupStats:
 
 
 def group_advantages(
-    rewards: Sequence[float], group_ids: Sequence[Turn], *, masked: Sequence[bool] | None = None,
+    rewards: Sequence[float], group_ids: Sequence[str], *, masked: Sequence[bool] | None = None,
     scale: bool = True, equal_group: str = "skip", equal_weight: float = 0.1, eps: float = 1e-6,
 ) -> GroupStats:
     """Advantage of trajectory i = (r_i - mean of its group) / (std of its group + eps) (``scale=False``: no

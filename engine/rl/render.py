@@ -14,7 +14,7 @@ def render_turns(tokenizer: Any, turns: Sequence[Turn]) -> list[list[int]]:
     """One list of token ids per turn, rendered the way the hf policy renders messages (its ``ChatFormat``: the
     generation prompt belongs to the message before an assistant turn, an assistant message is its text + end)."""
     if all(t.token_ids for t in turns):
-        return [list(t.token_ids) for t in turns]
+        return [list(t.token_ids or []) for t in turns]
 
     copies = [Turn(role=t.role, text=t.text, token_ids=list(t.token_ids) if t.token_ids else None) for t in turns]
     ChatFormat(tokenizer).fill(copies)  # fills the copies' token ids: the stored turns stay as they are

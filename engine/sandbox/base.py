@@ -12,7 +12,7 @@ import abc
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Self, Sequence
 
 from ..errors import SandboxError
 from .text import head_tail
@@ -102,7 +102,7 @@ class Workspace(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -148,7 +148,7 @@ class SandboxBackend(abc.ABC):
     def close(self) -> None:
         """Release what the backend holds (warm workers, clients)."""
 
-    def __enter__(self) -> "SandboxBackend":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -175,7 +175,7 @@ def _close_fds(keep: set[int]) -> None:
 
 def _drop_privileges(spec: dict) -> None:
     uid, gid = spec.get("uid"), spec.get("gid")
-    if os.geteuid() == 0 and uid is not None:
+    if os.geteuid() == 0 and uid is not None and gid is not None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
@@ -202,13 +202,15 @@ def _write_status(fd: int, data: dict) -> None:
 def _init(spec: dict, status_fd: int) -> None:
     """pid 1 of the run's pid namespace: fork the payload, reap everything, report, exit (killing the rest)."""
     # Python ignores SIGPIPE/SIGXFSZ at start-up; the payload should see the defaults, as a fresh process would
-    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-        signal.signal(sig, signal.SIG_DFL)
+    for default in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(default, signal.SIG_DFL)
     payload = os.fork()
     if payload == 0:
         os.close(status_fd)
         return
-    code, sig, payload_ru = None, None, None
+    code: int | None = None
+    sig: int | None = None
+    payload_ru = None
     while True:
         try:
             pid, wstatus, ru = os.wait4(-1, 0)
@@ -252,6 +254,7 @@ def enter(spec: dict) -> dict:
             # the caller: wait for the init (pid 1 inside); when it goes, the whole namespace goes with it
             os.close(status_fd)
             _close_fds(set())
+            wstatus = 0
             while True:
                 try:
                     _, wstatus = os.waitpid(init, 0)

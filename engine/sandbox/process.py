@@ -35,7 +35,7 @@ class RunHandle:
     def __init__(self, pid: int, *, proc: subprocess.Popen | None = None, done: threading.Event | None = None):
         self.pid = pid
         self.proc = proc
-        self.done_event = done
+        self.done_event = done or threading.Event()  # set by whoever sees a warm run end
         self._pidfd: int | None = None
         if proc is not None:
             try:

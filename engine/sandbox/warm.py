@@ -10,7 +10,8 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, Sequence, cast
 
 from ..errors import SandboxError
 from .features import ro_binds
@@ -23,6 +24,16 @@ class WarmError(SandboxError):
     pass
 
 
+@dataclass
+class _Slot:
+    """A run the worker was asked to start: its pid once started, its exit code once done."""
+
+    started: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    pid: int | None = None
+    code: int | None = None
+
+
 class WarmWorker:
     def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0):
         self.imports = list(imports)
@@ -33,8 +44,10 @@ class WarmWorker:
         self.proc = subprocess.Popen([venv_python(), "-s", str(ZYGOTE), ",".join(self.imports), json.dumps(common)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      env=env, cwd="/", start_new_session=True, close_fds=True)
-        ready, _, _ = select.select([self.proc.stdout], [], [], start_timeout_s)
-        line = self.proc.stdout.readline() if ready else b""
+        self._out = cast(IO[bytes], self.proc.stdout)  # both pipes exist: asked for with PIPE
+        self._in = cast(IO[bytes], self.proc.stdin)
+        ready, _, _ = select.select([self._out], [], [], start_timeout_s)
+        line = self._out.readline() if ready else b""
         if not line:
             self.proc.kill()
             self.proc.wait()
@@ -43,13 +56,13 @@ class WarmWorker:
         self.base_vm_mb: int = int(info.get("base_vm_mb", 0))
         self.import_errors: list[str] = info.get("errors", [])
         self._lock = threading.Lock()
-        self._pending: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, _Slot] = {}
         self._dead = False
         self._reader = threading.Thread(target=self._read, name="sandmle-warm-reader", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
+        for line in self._out:
             try:
                 event = json.loads(line)
             except ValueError:
@@ -59,44 +72,44 @@ class WarmWorker:
             if slot is None:
                 continue
             if event["event"] == "started":
-                slot["pid"] = event["pid"]
-                slot["started"].set()
+                slot.pid = event["pid"]
+                slot.started.set()
             elif event["event"] == "exit":
-                slot["code"] = event["code"]
-                slot["done"].set()
+                slot.code = event["code"]
+                slot.done.set()
                 with self._lock:
                     self._pending.pop(event["run_id"], None)
         with self._lock:
             self._dead = True
             for slot in self._pending.values():
-                slot["started"].set()
-                slot["done"].set()
+                slot.started.set()
+                slot.done.set()
             self._pending.clear()
 
     def alive(self) -> bool:
         return not self._dead and self.proc.poll() is None
 
-    def start(self, run_id: str, spec: dict[str, Any], script: str, *, mounted_at: float = 0.0):
+    def start(self, run_id: str, spec: dict[str, Any], script: str, *, mounted_at: float = 0.0) -> RunHandle:
         """Fork a confined child for one run; returns a handle the backend watches like a cold one."""
-        slot = {"started": threading.Event(), "done": threading.Event(), "pid": None}
+        slot = _Slot()
         with self._lock:
             if self._dead:
                 raise WarmError("the warm worker has exited")
             self._pending[run_id] = slot
             try:
-                self.proc.stdin.write((json.dumps({"run_id": run_id, "spec": spec, "script": script,
-                                                "mounted_at": mounted_at}) + "\n").encode())
-                self.proc.stdin.flush()
+                self._in.write((json.dumps({"run_id": run_id, "spec": spec, "script": script,
+                                            "mounted_at": mounted_at}) + "\n").encode())
+                self._in.flush()
             except (BrokenPipeError, OSError) as exc:
                 self._pending.pop(run_id, None)
                 raise WarmError(f"the warm worker is gone: {exc}") from None
-        if not slot["started"].wait(30) or slot["pid"] is None:
+        if not slot.started.wait(30) or slot.pid is None:
             raise WarmError("the warm worker did not start the run")
-        return RunHandle(slot["pid"], done=slot["done"])
+        return RunHandle(slot.pid, done=slot.done)
 
     def close(self) -> None:
         try:
-            self.proc.stdin.close()
+            self._in.close()
         except OSError:
             pass
         try:
@@ -104,6 +117,5 @@ class WarmWorker:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
+        self._out.close()
         shutil.rmtree(self._root_dir, ignore_errors=True)

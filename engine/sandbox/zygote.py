@@ -18,7 +18,7 @@ import time
 if __package__:
     from . import jail
 else:  # run as a script: its folder is sys.path[0]
-    import jail
+    import jail  # type: ignore[no-redef]
 
 
 def _emit(event: dict) -> None:
@@ -66,7 +66,7 @@ def _payload(spec: dict, script: str) -> int:
     try:
         import threading
 
-        threading._shutdown()
+        threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own exit step
     except BaseException:
         pass
     try:
@@ -126,7 +126,7 @@ class Spares:
     """Keeps one spare ready: the clone and the common mounts happen while the previous run is going."""
 
     def __init__(self, common: dict | None):
-        self.common = common
+        self.common: dict = common or {}
         self.spare: tuple[int, int] | None = None  # pid, write end of its control pipe
         self.made_at = 0.0
         self.broken = common is None
@@ -219,10 +219,12 @@ def main() -> None:
                     os._exit(0)
                 buf += chunk
                 while b"\n" in buf:
-                    line, buf = buf.split(b"\n", 1)
-                    request = json.loads(line)
-                    pid = spares.take(request)
-                    if pid is None:
+                    raw, buf = buf.split(b"\n", 1)
+                    request = json.loads(raw)
+                    spare = spares.take(request)
+                    if spare is not None:
+                        pid = spare
+                    else:
                         pid = jail.clone_into_namespaces()
                         if pid == 0:
                             _child(request)

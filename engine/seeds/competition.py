@@ -22,7 +22,7 @@ from .mlebench import csv_head, distinct_values, find_prepared, load_mlebench_fo
 
 def _stored_metric(store, comp_id: str, folder: Path) -> str | None:
     """The metric a ``seeds import --metric`` recorded for this competition folder."""
-    row = store.seeds.get(comp_id, missing_ok=True) if store is not None else None
+    row = store.seeds.find(comp_id) if store is not None else None
     if row and row.get("source_format") == "mlebench" and row.get("source_path") == str(folder):
         return row["metric"]
     return None

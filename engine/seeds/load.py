@@ -44,7 +44,7 @@ def discover(path: str | Path) -> list[Seed]:
 def changed_fields(store: Store, seed: Seed) -> list[str]:
     """What differs between ``seed`` and the stored seed of the same id (nothing for a new seed). Tags are the
     user's to curate (merged on import), and where the folder lives is not content."""
-    row = store.seeds.get(seed.id, missing_ok=True)
+    row = store.seeds.find(seed.id)
     if row is None:
         return []
     old = Seed.from_row(row)

@@ -68,7 +68,7 @@ def _sizes(bp: Blueprint, rng: np.random.Generator, k: int = 0) -> tuple[int, in
 def _numeric_features(domain: dict, n: int, anonymized: bool, rng: np.random.Generator) -> list[dict]:
     base = list(domain["numeric"])
     order = rng.permutation(len(base))
-    feats = []
+    feats: list[dict] = []
     stats = ["mean", "max", "min", "std", "trend", "last"]
     i = 0
     while len(feats) < n:

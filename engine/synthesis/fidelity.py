@@ -153,7 +153,7 @@ def check(expected: Profile, measured: Profile) -> list[str]:
 def stored_fidelity(store, env_id: str) -> tuple[Profile, Profile] | None:
     """(seed profile, measured profile) of a stored environment synthesized from a stored seed, else None."""
     row = store.envs.get(env_id)
-    seed = store.seeds.get(row["seed_id"], missing_ok=True) if row.get("seed_id") else None
+    seed = store.seeds.find(row["seed_id"]) if row.get("seed_id") else None
     if seed is None or not row.get("dir") or not (Path(row["dir"]) / "public" / "train.csv").is_file():
         return None
     return expected_profile(seed), measure(row["dir"], EnvSpec.from_store(store, env_id).grade)

@@ -21,7 +21,7 @@ def grade_spec(bp: Blueprint, scenario: dict[str, Any], metric: str | None = Non
     m = get_metric(metric)
     targets = list(scenario["target_columns"])
     classes = scenario.get("classes")
-    pred = [str(c) for c in classes] if metric == "log_loss" else targets
+    pred = [str(c) for c in classes or []] if metric == "log_loss" else targets
     return GradeSpec(metric=metric, lower_is_better=m.lower_is_better, id_column=scenario["id_column"],
                      target_columns=targets, prediction_columns=pred,
                      classes=list(classes) if classes is not None else None, task_type=bp.task_type)

@@ -55,7 +55,7 @@ def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...
                ladder: dict | None = None) -> tuple[list[LadderRun], dict[tuple[str, int], pd.DataFrame], float]:
     """Every ladder solution × RNG seed in one sandbox run over a copy of ``public_dir`` (imports paid once)."""
     ladder = ladder or LADDER
-    plan = []
+    plan: list[dict[str, Any]] = []
     with sandbox.open(public_dir, label="ladder") as ws:
         for name, strategy in ladder.items():
             ws.write_file(f"_ref_{name}.py", render_solution(strategy).encode())
@@ -305,8 +305,9 @@ def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = 
         return Verdict(False, f"reference solution {f.name} (seed {f.seed}) failed: {f.status}: "
                               f"{f.error.strip().splitlines()[-1] if f.error.strip() else ''}", "", report=report)
     by: dict[str, list[float]] = {}
-    for r in runs:
-        by.setdefault(r.name, []).append(float(r.score))
+    scored = [(r, r.score) for r in runs if r.score is not None]  # every run, once none failed
+    for r, score in scored:
+        by.setdefault(r.name, []).append(score)
     means = {k: float(np.mean(v)) for k, v in by.items()}
     noise = max(float(np.std(v)) for v in by.values())
     m = get_metric(spec.metric)
@@ -330,8 +331,8 @@ def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = 
         return Verdict(False, f"saturated: a reference scores {best_score:.4g}, (nearly) the metric's best",
                        "engineer", 0.6, report)
     strong0 = subs[("strong", seeds[0])]
-    board = [{"name": f"reference-{r.name}", "score": float(r.score), "rng_seed": r.seed, "source": "reference",
-              "wall_s": round(r.wall_s, 4)} for r in runs]
+    board: list[dict[str, Any]] = [{"name": f"reference-{r.name}", "score": score, "rng_seed": r.seed,
+                                    "source": "reference", "wall_s": round(r.wall_s, 4)} for r, score in scored]
     for alpha in (0.25, 0.5, 0.75):
         try:
             v = score_submission(spec, answers, blend(spec, strong0, subs[("trivial", seeds[0])], alpha, rng))

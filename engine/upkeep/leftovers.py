@@ -69,7 +69,7 @@ def _mark(repo, row: dict) -> str:
 def _pending_envs(store: Store) -> list[Finding]:
     out = []
     for env in store.envs.list(status="pending"):
-        run = store.runs.get(env["run_id"], missing_ok=True) if env.get("run_id") else None
+        run = store.runs.find(env["run_id"]) if env.get("run_id") else None
         if run is not None and run["status"] == "running" and not process.gone(run):
             continue
         out.append(Finding("pending environments", env["id"], "reserved by a synthesis run that ended before "
@@ -89,7 +89,7 @@ def _drop_env(store: Store, env: dict) -> str:
 def _cgroups(store: Store) -> list[Finding]:
     out = []
     for name in run_cgroup_names():
-        row = store.sandbox.get(name, missing_ok=True)
+        row = store.sandbox.find(name)
         if row is None or row["id"] != name or (row["status"] == "running" and not process.gone(row)):
             continue  # another store's run, or one still going
         out.append(Finding("leftover cgroups", name, f"the cgroups of sandbox run {name} ({row['status']}) are "

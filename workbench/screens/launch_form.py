@@ -78,7 +78,7 @@ def envs_text(store, envs: str) -> str:
         hint = "" if n else " (none: synthesize some, or move some with p on Environments)"
         return f"split {envs}: {n} verified environment{'s' if n != 1 else ''}{hint}"
     ids = [e.strip() for e in envs.split(",") if e.strip()]
-    known = sum(store.envs.get(e, missing_ok=True) is not None for e in ids)
+    known = sum(store.envs.find(e) is not None for e in ids)
     return f"{len(ids)} environment id(s), {known} in the store"
 
 

@@ -7,6 +7,7 @@ Honours ``ANTHROPIC_BASE_URL`` / ``[anthropic] base_url`` (a local Messages-API 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from store.trajectories import Turn
 
@@ -54,7 +55,7 @@ class AnthropicPolicy:
 
     def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         system, turns = to_chat(messages)
-        kwargs = dict(model=self.model, max_tokens=self.max_tokens, messages=turns)
+        kwargs: dict[str, Any] = dict(model=self.model, max_tokens=self.max_tokens, messages=turns)
         if system:
             kwargs["system"] = system
         if self.temperature is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from store.trajectories import Turn
 
@@ -31,7 +32,7 @@ class OpenAIPolicy:
     def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         system, turns = to_chat(messages)
         chat = ([{"role": "system", "content": system}] if system else []) + turns
-        kwargs = dict(model=self.model, messages=chat)
+        kwargs: dict[str, Any] = dict(model=self.model, messages=chat)
         if self.max_tokens:
             kwargs["max_tokens"] = self.max_tokens
         if self.temperature is not None:

@@ -87,10 +87,10 @@ class ScriptedPolicy:
         budget = int(budget_m.group(1)) if budget_m else 15
         has_val = any(m.role == "user" and "# Validation" in m.text for m in messages)
         history: list[tuple[str, str]] = []  # each earlier turn of mine with the observation that followed
-        for i, m in enumerate(messages):
-            if m.role == "assistant":
+        for i, turn in enumerate(messages):
+            if turn.role == "assistant":
                 nxt = messages[i + 1].text if i + 1 < len(messages) and messages[i + 1].role == "tool" else ""
-                history.append((m.text, nxt))
+                history.append((turn.text, nxt))
         if not history:
             return tool_call_text("python", {"code": EXPLORE}, "Look at the data first: target, task, modality.")
         summary: dict = {}
@@ -139,8 +139,8 @@ class ScriptedPolicy:
         last_text, last_obs = history[-1]
         if _VAL in last_text and last_obs.startswith("[exit 0") and turns_left > 2:
             return tool_call_text("score", {}, "Score the validation predictions.")
-        tried = [v[0] for v in val_runs]
-        todo = [c for c in plan if c.key not in tried]
+        validated = {v[0] for v in val_runs}
+        todo = [c for c in plan if c.key not in validated]
         if len(plan) > 1 and todo and turns_left > 3:
             return self._run(todo[0], "val", wrote, f"Next candidate: {todo[0].key}.")
         if scores:

@@ -48,7 +48,7 @@ class Journal:
         good = self.good()
         scored = [n for n in good if n.metric is not None]
         if scored:
-            return (min if self.lower_is_better else max)(scored, key=lambda n: n.metric)
+            return (min if self.lower_is_better else max)(scored, key=lambda n: n.metric or 0.0)
         return good[-1] if good else None
 
     def buggy_leaves(self, max_depth: int) -> list[Node]:
@@ -113,7 +113,7 @@ def run(env: MLEEnv, policy: Policy, *,
             if not twin.buggy:
                 data = env.read(f".aide/node_{twin.id}.csv")
                 if data is not None:
-                    env.ws.write_file(f".aide/node_{node.id}.csv", data)
+                    env.workspace.write_file(f".aide/node_{node.id}.csv", data)
             obs = f"[same script as node {twin.id}: result reused]\n{twin.output}"
             tr.add("tool", obs, tool="python", code=code, observation=obs, wall_s=0.0)
             continue
@@ -129,7 +129,7 @@ def run(env: MLEEnv, policy: Policy, *,
         scorable = env.split is not None and env.split.answers is not None
         node.buggy = sub is None or (scorable and node.metric is None)
         if sub is not None and not node.buggy:
-            env.ws.write_file(f".aide/node_{node.id}.csv", sub)
+            env.workspace.write_file(f".aide/node_{node.id}.csv", sub)
         node.output = obs
         tr.add("tool", obs, tool="python", code=code, observation=obs, wall_s=time.monotonic() - t)
     best = journal.best()
@@ -137,7 +137,7 @@ def run(env: MLEEnv, policy: Policy, *,
     if best is not None:
         data = env.read(f".aide/node_{best.id}.csv")
         if data is not None:
-            env.ws.write_file(SUBMISSION, data)
+            env.workspace.write_file(SUBMISSION, data)
     if not env.state.timed_out:  # the search ends by choosing its best node: an answer, not a cut
         env.state.truncated = False
         env.state.terminated = True
