@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+import sqlite3
+from contextlib import AbstractContextManager
+from typing import Any, Iterable, Protocol
+
+import sqlite_utils
 
 from . import process
 from .common import dumps, loads
-
-if TYPE_CHECKING:  # the store holds its repositories; a repository only needs the type
-    from .db import Store
 
 #: a decoded row: column name → value (JSON columns decoded, boolean columns as bool)
 Row = dict[str, Any]
@@ -18,12 +19,27 @@ Rows = list[Row]
 Params = tuple[str | int | float | None, ...]
 
 
+class Database(Protocol):
+    """What a repository uses of the store that holds it (:class:`store.db.Store`)."""
+
+    db: sqlite_utils.Database
+
+    @property
+    def conn(self) -> sqlite3.Connection: ...
+
+    def transaction(self) -> AbstractContextManager[sqlite_utils.Database]: ...
+
+    def query(self, sql: str, params: Params = ()) -> Rows: ...
+
+    def execute(self, sql: str, params: Params = ()) -> int: ...
+
+
 class Repo:
     table: str = ""
     json_fields: tuple[str, ...] = ()
     bool_fields: tuple[str, ...] = ()
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Database):
         self.store = store
 
     def encode(self, row: Row) -> Row:

@@ -15,6 +15,7 @@ from typing import Any, Iterator, Sequence
 import sqlite_utils
 
 from . import paths
+from ._repo import Params, Rows
 from .common import now
 from .envs import Environments
 from .errors import StoreError, store_failure
@@ -106,13 +107,13 @@ class Store:
                         self.conn.execute("ROLLBACK")
                     raise
 
-    def query(self, sql: str, params: Any = ()) -> list[dict]:
+    def query(self, sql: str, params: Params = ()) -> Rows:
         with self._lock, self._sql_errors("read"):
             cur = self.conn.execute(sql, params)
             cols = [c[0] for c in cur.description] if cur.description else []
             return [dict(zip(cols, row)) for row in cur.fetchall()]
 
-    def execute(self, sql: str, params: Any = ()) -> int:
+    def execute(self, sql: str, params: Params = ()) -> int:
         """Run one write statement in its own transaction; returns rows changed."""
         with self.transaction():
             return self.conn.execute(sql, params).rowcount

@@ -6,7 +6,7 @@ import uuid
 from typing import Any, Iterable
 
 from . import process
-from ._repo import Params, Repo, Row, Rows
+from ._repo import Repo, Row, Rows
 from .common import now
 from .errors import NotFound
 

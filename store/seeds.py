@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ._repo import Params, Repo, Row, Rows
+from ._repo import Repo, Row, Rows
 from .common import now
 from .errors import NotFound
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ._repo import Params, Repo, Row
+from ._repo import Repo
 from .common import JSON, now
 from .errors import NotFound
 

@@ -107,7 +107,7 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
         submission_path=submission_path, grade=report.to_dict(), reward=total, reward_breakdown=breakdown,
         wall_s=time.monotonic() - t0, sandbox_s=state.sandbox_s, group_id=group_id, step=step, rng_seed=rng_seed,
         run_id=run_id, status=status, error=error,
-        state={**state.to_dict(), **({"usage": transcript.usage} if transcript.usage else {}),
+        state={**state.to_dict(), **({"usage": {**transcript.usage}} if transcript.usage else {}),
                **transcript.extra},
     )
     if store is not None:

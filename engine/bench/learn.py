@@ -150,8 +150,9 @@ def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft
     return path
 
 
-def _fmt(rate: dict[str, float]) -> str:
-    return f"{rate['mean']:.3f} ± {rate['sem']:.3f}"
+def _fmt(rate: dict[str, float | None]) -> str:
+    mean, sem = rate["mean"], rate["sem"]
+    return "n/a" if mean is None else f"{mean:.3f} ± {sem or 0.0:.3f}"
 
 
 def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0, workdir: str | None = None,

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from store import Store
+from store.trajectories import Trajectory, Turn
 
 from ..seeds.load import load_shipped
 from . import BenchResult
@@ -73,16 +74,15 @@ def build_store(folder: Path, n_envs: int, n_log_lines: int) -> dict:
     # 400 rollouts of 15 model turns each (with token ids), for the rollouts screen and its turn view
     with store.transaction():
         for k in range(400):
-            turns = [{"role": "system", "text": "You are an ML engineer."}, {"role": "user", "text": "task " * 400}]
+            turns = [Turn("system", "You are an ML engineer."), Turn("user", "task " * 400)]
             for t in range(15):
-                turns += [{"role": "assistant", "text": f"<think>step {t}</think>", "tool": "python",
-                           "code": "import pandas as pd\n" * 20, "well_formed": True, "wall_s": 0.4,
-                           "token_ids": list(range(200))},
-                          {"role": "tool", "tool": "python", "text": "", "wall_s": 1.0,
-                           "observation": "\n".join(f"line {i}" for i in range(60))}]
-            store.trajectories.add({"id": f"traj-{k:05d}", "run_id": run, "env_id": f"env-{k % 50:06d}",
-                                    "policy": "hf:tiny", "scaffold": "react", "group_id": f"{run}/s{k // 8:05d}/g00",
-                                    "step": k // 8, "status": "done", "reward": k % 5 / 4}, turns)
+                turns += [Turn("assistant", f"<think>step {t}</think>", tool="python", code="import pandas as pd\n" * 20,
+                               well_formed=True, wall_s=0.4, token_ids=list(range(200))),
+                          Turn("tool", "", tool="python", wall_s=1.0,
+                               observation="\n".join(f"line {i}" for i in range(60)))]
+            store.trajectories.add(Trajectory(id=f"traj-{k:05d}", run_id=run, env_id=f"env-{k % 50:06d}",
+                                              policy="hf:tiny", scaffold="react", group_id=f"{run}/s{k // 8:05d}/g00",
+                                              step=k // 8, reward=k % 5 / 4, turns=turns))
     ev = store.runs.create("eval", {"policy": "tiny"}, run_id="eval-big", status="done")
     store.runs.add_eval_results(ev, [{"env_id": f"env-{i:06d}", "policy": "tiny", "scaffold": "react", "rng_seed": s,
                                       "score": 0.8, "valid": True, "bronze": s == 0, "human_rank": 0.5}

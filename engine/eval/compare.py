@@ -58,10 +58,11 @@ def _pairs(rows_a: list[dict], rows_b: list[dict], rate: str) -> tuple[dict[str,
     out: dict[str, list[tuple[float, float]]] = {}
     skipped = 0
     for key in sorted(a.keys() & b.keys(), key=str):
-        if a[key] is None or b[key] is None:
+        x, y = a[key], b[key]
+        if x is None or y is None:
             skipped += 1
             continue
-        out.setdefault(key[0], []).append((a[key], b[key]))
+        out.setdefault(key[0], []).append((x, y))
     return out, skipped
 
 

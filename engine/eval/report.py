@@ -9,7 +9,7 @@ reward still count.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 #: the rates reported, each a mean over environments per seed, then mean ± SEM over seeds
 RATES = ("any_medal", "gold", "silver", "bronze", "valid", "above_median", "human_rank", "reward")
@@ -67,7 +67,7 @@ def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | N
         by_env.setdefault(r["env_id"], []).append(r)
     summary = {}
     for rate in RATES:
-        per_seed = [_mean([v[rate] for v in vals if v[rate] is not None]) for vals in by_seed.values()]
+        per_seed = [_mean(_present(vals, rate)) for vals in by_seed.values()]
         summary[rate] = _stat([m for m in per_seed if m is not None])
     table = []
     for env_id, env_rows in sorted(by_env.items()):
@@ -78,9 +78,14 @@ def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | N
                 seed_scores.setdefault(r.get("rng_seed"), []).append(float(r["score"]))
         score = _stat([sum(v) / len(v) for v in seed_scores.values()])
         table.append({"env_id": env_id, "episodes": len(env_rows), "leaderboard": has_board(env_rows[0]),
-                      **{rate: _mean([v[rate] for v in vals if v[rate] is not None]) for rate in RATES},
+                      **{rate: _mean(_present(vals, rate)) for rate in RATES},
                       "mean_score": score["mean"], "score_sem": score["sem"]})
     return summary, table
+
+
+def _present(values: list[dict[str, float | None]], rate: str) -> list[float]:
+    """The values of ``rate`` that are not n/a."""
+    return [x for x in (v[rate] for v in values) if x is not None]
 
 
 def left_out(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -121,7 +126,7 @@ def table_headers() -> list[str]:
 
 
 def markdown(summary: dict[str, dict[str, float | None]], per_env: list[dict[str, Any]], *,
-             skipped: list[dict[str, str]] = (), excluded: dict[str, Any] | None = None) -> str:
+             skipped: Sequence[dict[str, str]] = (), excluded: dict[str, Any] | None = None) -> str:
     """The report as Markdown: the per-competition table, the aggregate (mean ± SEM over seeds), what was left out."""
     head = table_headers()
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

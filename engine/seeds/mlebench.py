@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Generator
 
 import yaml
 
@@ -83,7 +83,7 @@ def find_prepared(folder: Path) -> tuple[Path | None, Path | None]:
     return None, None
 
 
-def _rows(path: Path):
+def _rows(path: Path) -> Generator[list[str], None, None]:
     """The rows of a CSV file as lists of strings; one-line errors for binary or non-UTF-8 files."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
@@ -183,7 +183,7 @@ def resolve_metric(cfg: dict[str, Any], cfg_path: Path, metric: str | None, stor
     """The metric of a competition: an explicit one, else the one its stored seed was imported with
     (``seeds import --metric``), else its grader's."""
     if metric is None:
-        grader = cfg.get("grader") if isinstance(cfg.get("grader"), dict) else {}
+        grader = cfg["grader"] if isinstance(cfg.get("grader"), dict) else {}
         name = str(grader.get("name", "")).strip()
         metric = stored or grader_metric(name)
         if metric is None:
