@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence, cast
 
 from ._repo import Params, Repo, Row, Rows
 from .common import dumps, loads, now
@@ -86,14 +86,18 @@ class Environments(Repo):
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
         return self.decode_all(self.store.query(sql, params))
 
-    def count(self, **filters: Any) -> int:
-        where, params = self._where(**filters)
-        return self.store.query("SELECT COUNT(*) AS n FROM environments" + where, params)[0]["n"]
+    def count(self, *, seed_id: str | None = None, status: str | None = None, split: str | None = None,
+              text: str | None = None, ids: Sequence[str] | None = None, since: str | None = None,
+              exclude_split: str | None = None) -> int:
+        where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids, since=since,
+                                    exclude_split=exclude_split)
+        return int(self.store.query("SELECT COUNT(*) AS n FROM environments" + where, params)[0]["n"])
 
     @staticmethod
-    def _where(*, seed_id=None, status=None, split=None, text=None, ids=None, since=None,
-               exclude_split=None) -> tuple[str, tuple]:
-        where, params = [], []
+    def _where(*, seed_id: str | None, status: str | None, split: str | None, text: str | None,
+               ids: Sequence[str] | None, since: str | None, exclude_split: str | None = None) -> tuple[str, Params]:
+        where: list[str] = []
+        params: list[str] = []
         if exclude_split is not None:
             where.append("split != ?")
             params.append(exclude_split)
