@@ -116,7 +116,7 @@ class Environments(Repo):
             params += list(ids)
         return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
 
-    def set_split(self, env_ids: list[str], split: str) -> None:
+    def set_split(self, env_ids: Sequence[str], split: str) -> None:
         with self.store.transaction() as db:
             db.conn.executemany("UPDATE environments SET split = ? WHERE id = ?", [(split, e) for e in env_ids])
 
@@ -145,7 +145,7 @@ class Environments(Repo):
             f"SELECT * FROM leaderboard WHERE env_id = ? ORDER BY score {order}, id", (env_id,)
         )
 
-    def fingerprints(self, seed_id: str | None = None) -> list[tuple[str, str]]:
+    def fingerprints(self, seed_id: str | None = None) -> Sequence[tuple[str, str]]:
         sql = "SELECT id, fingerprint FROM environments WHERE fingerprint IS NOT NULL"
         params: tuple = ()
         if seed_id:
@@ -163,7 +163,7 @@ class Environments(Repo):
             if row.get(key) is not None and not isinstance(row[key], str):
                 row[key] = dumps(row[key])
         with self.store.transaction() as db:
-            return db.table("synthesis_attempts").insert(row).last_pk
+            return cast(int, db.table("synthesis_attempts").insert(row).last_pk)  # an INTEGER PRIMARY KEY
 
     def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> Rows:
         if env_id is None and run_id is None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence, cast
 
 from . import process
 from ._repo import Repo, Row, Rows
 from .common import now
 from .errors import NotFound
+
+#: one metric's (step, value) points
+Series = list[tuple[int, float]]
 
 KINDS = ("synthesis", "sft", "grpo", "eval", "bench", "rollout")
 #: 'dead': the run's process ended without closing it (killed); set when a store is opened
@@ -103,7 +106,7 @@ class Runs(Repo):
             fields["summary"] = summary
         self.update(run_id, **fields)
 
-    def mark_dead(self, rows: list[dict[str, Any]] | None = None) -> list[str]:
+    def mark_dead(self, rows: Rows | None = None) -> Sequence[str]:
         """Mark ``running`` runs whose process is gone as ``dead`` (resumable); returns their ids. ``rows`` limits
         the check to those rows."""
         dead = self.stuck() if rows is None else [r for r in rows if process.gone(r)]
@@ -129,7 +132,7 @@ class Runs(Repo):
             )
             db.conn.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (stamp, run_id))
 
-    def metrics(self, run_id: str, names: Iterable[str] | None = None) -> dict[str, list[tuple[int, float]]]:
+    def metrics(self, run_id: str, names: Iterable[str] | None = None) -> dict[str, Series]:
         wanted = set(names) if names is not None else None
         if wanted is not None:
             marks = ",".join("?" * len(wanted))
@@ -137,7 +140,7 @@ class Runs(Repo):
                                     "ORDER BY step", (run_id, *sorted(wanted)))
         else:
             rows = self.store.query("SELECT step, name, value FROM metrics WHERE run_id = ? ORDER BY step", (run_id,))
-        out: dict[str, list[tuple[int, float]]] = {}
+        out: dict[str, Series] = {}
         for r in rows:
             if wanted is None or r["name"] in wanted:
                 out.setdefault(r["name"], []).append((r["step"], r["value"]))
@@ -154,11 +157,11 @@ class Runs(Repo):
     # --------------------------------------------------------------- checkpoints
     def add_checkpoint(self, run_id: str, step: int, path: str, sha256: str, state: dict | None = None) -> int:
         with self.store.transaction() as db:
-            return db.table("checkpoints").insert(
+            return cast(int, db.table("checkpoints").insert(  # an INTEGER PRIMARY KEY
                 {"run_id": run_id, "step": int(step), "path": str(path), "sha256": sha256,
                  "state": self.encode({"config": state or {}})["config"], "created_at": now()},
                 replace=True,
-            ).last_pk
+            ).last_pk)
 
     def checkpoints(self, run_id: str) -> Rows:
         rows = self.store.query("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step", (run_id,))

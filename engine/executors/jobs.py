@@ -33,10 +33,9 @@ class SandboxJob:
 def run_sandbox_job(worker: Worker, job: SandboxJob) -> RunResult:
     """Run ``job`` in a fresh workspace of the worker's backend (the executor's work function)."""
     meta = {**job.meta, "executor": worker.spec.executor}
-    warm = {"warm": job.warm} if job.warm is not None else {}
     with worker.sandbox.open(Path(job.source) if job.source else None, label=job.label) as ws:
         for rel, data in job.files.items():
             ws.write_file(rel, data)
         if job.code is not None:
-            return ws.run_python(job.code, limits=job.limits, meta=meta, **warm)
-        return ws.run(job.command, limits=job.limits, meta=meta, **warm)
+            return ws.run_python(job.code, limits=job.limits, meta=meta, warm=job.warm)
+        return ws.run(job.command or [], limits=job.limits, meta=meta, warm=job.warm)

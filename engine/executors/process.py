@@ -9,6 +9,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from ..errors import SandboxError
 from .base import Executor, Slot, WorkFn
 from .worker import Worker, WorkerSpec
 
@@ -22,6 +23,8 @@ def _start(spec: WorkerSpec, name: str) -> None:
 
 
 def _call(fn: WorkFn, item: Any) -> Any:
+    if _WORKER is None:
+        raise SandboxError("the worker process did not start its worker")
     return fn(_WORKER, item)
 
 
@@ -33,8 +36,7 @@ def _stop() -> None:
 class ProcessSlot(Slot):
     def __init__(self, spec: WorkerSpec, name: str):
         self.spec, self.name = spec, name
-        self._pool: ProcessPoolExecutor | None = None
-        self.restart()
+        self._pool = self._new_pool()
 
     def submit(self, fn: WorkFn, item: Any) -> Future:
         return self._pool.submit(_call, fn, item)
@@ -43,10 +45,12 @@ class ProcessSlot(Slot):
         return isinstance(exc, BrokenProcessPool)
 
     def restart(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_start, initargs=(self.spec, self.name))
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_start, initargs=(self.spec, self.name))
 
     def close(self, wait: bool = True) -> None:
         try:

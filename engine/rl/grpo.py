@@ -47,10 +47,6 @@ def default_policy_factory(model: Any, tokenizer: Any, cfg: GRPOConfig, sampler:
                                 max_new_tokens=cfg.max_new_tokens)
 
 
-def default_episode_fn() -> EpisodeFn:
-    return run_episode
-
-
 def select_envs(store, cfg: GRPOConfig) -> list[str]:
     if cfg.env_ids:
         for e in cfg.env_ids:
@@ -73,7 +69,7 @@ class GRPOTrainer:
                  on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None):
         self.store, self.cfg = store, cfg
         self.policy_factory = policy_factory or default_policy_factory
-        self.episode_fn = episode_fn
+        self.episode_fn: EpisodeFn = episode_fn or run_episode
         self.on_step, self.on_rollout = on_step, on_rollout
         self.env_ids = select_envs(store, cfg)
         if run_id is None:
@@ -89,7 +85,11 @@ class GRPOTrainer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._backends: dict[str, Any] = {}
-        self.model = self.tokenizer = self.optimizer = self.sampler = None
+        # set by setup(): the policy with its LoRA adapter, its tokenizer, the optimizer, the sampler it publishes to
+        self.model: Any = None
+        self.tokenizer: Any = None
+        self.optimizer: Any = None
+        self.sampler: Any = None
         self.start_step = 1
 
     # ------------------------------------------------------------------ construction / resume
@@ -137,8 +137,6 @@ class GRPOTrainer:
                                     lora_rank=cfg.lora_r, seed=cfg.seed)
         self.sampler.publish(self.model, self.start_step - 1)  # version = GRPO updates behind the weights
         self.policy = self.policy_factory(self.model, self.tokenizer, cfg, self.sampler)
-        if self.episode_fn is None:
-            self.episode_fn = default_episode_fn()
 
     # ------------------------------------------------------------------ one step
     def _run_one(self, env_id: str, group_id: str, rng_seed: int, step: int) -> Any:
@@ -172,7 +170,7 @@ class GRPOTrainer:
                           lambda e, g, s: self._run_one(e, g, s, step), workers=cfg.rollout_workers,
                           on_done=self.on_rollout)
         rollouts = got.rollouts
-        built = []
+        built: list[TokenSequence | ValueError] = []
         for r in rollouts:
             try:
                 built.append(build_sequence(r.turns))

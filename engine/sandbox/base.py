@@ -85,13 +85,14 @@ class Workspace(abc.ABC):
 
     @abc.abstractmethod
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: dict[str, Any] | None = None) -> RunResult:
-        """Run a command (argv list, or a shell string run by ``/bin/sh -c``) inside the workspace."""
+            meta: dict[str, Any] | None = None, warm: bool | None = None) -> RunResult:
+        """Run a command (argv list, or a shell string run by ``/bin/sh -c``) inside the workspace. ``warm`` asks
+        for a pre-started interpreter where the backend keeps one (a hint: others run every command cold)."""
 
     def run_python(self, code: str, *, limits: Limits | None = None, meta: dict[str, Any] | None = None,
-                   filename: str = "_step.py") -> RunResult:
+                   filename: str = "_step.py", warm: bool | None = None) -> RunResult:
         self.write_file(filename, code.encode())
-        return self.run(["python", filename], limits=limits, meta=meta)
+        return self.run(["python", filename], limits=limits, meta=meta, warm=warm)
 
     @abc.abstractmethod
     def read_file(self, relpath: str) -> bytes: ...

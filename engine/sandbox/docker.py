@@ -46,7 +46,8 @@ class DockerWorkspace(HostFolderFiles, Workspace):
         target.chmod(0o666)  # the container's user must be able to rewrite it
 
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: dict[str, Any] | None = None) -> RunResult:
+            meta: dict[str, Any] | None = None, warm: bool | None = None) -> RunResult:
+        """Run a command in the container (no warm worker here: ``warm`` is ignored)."""
         if self._closed:
             raise SandboxError("the workspace is closed")
         limits = limits or self.backend.default_limits

@@ -145,7 +145,7 @@ class LocalBackend(SandboxBackend):
         self.work_root.mkdir(parents=True, exist_ok=True)
         for holder in stale_workspaces(self.work_root):
             remove_workspace(holder)
-        self._warm_worker = None
+        self._warm_worker: WarmWorker | None = None
         self._warm_lock = threading.Lock()
         self._warm_error: str | None = None
 

@@ -4,6 +4,7 @@ what is safe to fix (leftovers, orphan folders) and says what it did; the rest i
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from store import Store, sha256_file
@@ -87,5 +88,5 @@ def _orphan_folders(store: Store) -> list[Finding]:
             if (folder.is_dir() and not folder.name.startswith(BUILD_PREFIX) and folder.name not in ids
                     and folder.resolve() not in claimed):
                 out.append(Finding("orphan folders", str(folder), "no environment row points at this folder",
-                                   fix=lambda folder=folder: remove_folder(folder)))
+                                   fix=partial(remove_folder, folder)))
     return out

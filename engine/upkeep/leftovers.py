@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -57,7 +58,7 @@ def _stuck_runs(store: Store) -> list[Finding]:
     for repo, label in ((store.runs, "run"), (store.sandbox, "sandbox run")):
         for row in repo.stuck():
             out.append(Finding("stuck runs", row["id"], f"{label} still 'running', but its process (pid "
-                               f"{row['pid']}) has ended", fix=lambda repo=repo, row=row: _mark(repo, row)))
+                               f"{row['pid']}) has ended", fix=partial(_mark, repo, row)))
     return out
 
 
@@ -73,7 +74,7 @@ def _pending_envs(store: Store) -> list[Finding]:
         if run is not None and run["status"] == "running" and not process.gone(run):
             continue
         out.append(Finding("pending environments", env["id"], "reserved by a synthesis run that ended before "
-                           "storing it", fix=lambda env=env: _drop_env(store, env)))
+                           "storing it", fix=partial(_drop_env, store, env)))
     return out
 
 
@@ -93,7 +94,7 @@ def _cgroups(store: Store) -> list[Finding]:
         if row is None or row["id"] != name or (row["status"] == "running" and not process.gone(row)):
             continue  # another store's run, or one still going
         out.append(Finding("leftover cgroups", name, f"the cgroups of sandbox run {name} ({row['status']}) are "
-                           "still there", fix=lambda name=name: _remove_cgroup(name)))
+                           "still there", fix=partial(_remove_cgroup, name)))
     return out
 
 
@@ -104,7 +105,7 @@ def _remove_cgroup(name: str) -> str:
 
 def _workspaces(store: Store) -> list[Finding]:
     return [Finding("leftover workspaces", str(holder), "a workspace whose process has ended",
-                    fix=lambda holder=holder: _remove_workspace(holder))
+                    fix=partial(_remove_workspace, holder))
             for holder in stale_workspaces(store.data_dir / "workspaces")]
 
 
@@ -117,7 +118,7 @@ def _build_folders(store: Store) -> list[Finding]:
     root = store.data_dir / "envs"
     folders = sorted(root.glob(f"{BUILD_PREFIX}*")) if root.is_dir() else []
     return [Finding("leftover build folders", str(folder), "an environment half-built by a process that has ended",
-                    fix=lambda folder=folder: remove_folder(folder))
+                    fix=partial(remove_folder, folder))
             for folder in folders if process.tag_gone(_read(folder / ".owner"))]
 
 
