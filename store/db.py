@@ -10,7 +10,7 @@ import contextlib
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import sqlite_utils
 
