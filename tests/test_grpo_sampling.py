@@ -35,8 +35,8 @@ def _step(store, tiny, *, publish_as: int | None = None, **kw) -> tuple[GRPOTrai
 
 
 def _lengths(store, run_id: str) -> list[int]:
-    rows = [store.trajectories.get(t["id"]) for t in store.trajectories.list(run_id=run_id)]
-    return [len(build_sequence(r["turns"]).input_ids) for r in rows]
+    rows = [store.trajectories.get(t.id) for t in store.trajectories.list(run_id=run_id)]
+    return [len(build_sequence(r.turns).input_ids) for r in rows]
 
 
 @pytest.mark.slow
@@ -47,10 +47,9 @@ def test_rollouts_share_batches_and_the_trainer_recomputes_their_logprobs(store,
     assert m["sampler_logp_diff"] < 1e-4 and m["sampler_kl"] < 1e-6 and m["tis_capped"] == 0
     assert m["stale"] == 0 and m["overlong"] == 0 and m["trained_trajectories"] == G
     for t in store.trajectories.list(run_id=trainer.run_id):
-        turns = store.trajectories.get(t["id"])["turns"]
-        sampled = [x for x in turns if x["role"] == "assistant"]
-        assert sampled and all(x["policy_version"] == 0 and x["finish_reason"] in ("stop", "length")
-                               for x in sampled)
+        turns = store.trajectories.get(t.id).turns
+        sampled = [x for x in turns if x.role == "assistant"]
+        assert sampled and all(x.policy_version == 0 and x.finish_reason in ("stop", "length") for x in sampled)
 
 
 @pytest.mark.slow

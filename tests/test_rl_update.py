@@ -205,10 +205,10 @@ def test_the_update_measures_the_sampler_mismatch_and_caps_the_importance_weight
         lp = sequence_logprobs(model, ids, torch.ones_like(ids))[0].tolist()
     pos = len(seq.prompt_ids) - 1
     for t in turns:  # give each assistant turn the sampler's log-probs: the trainer's minus gap
-        n = len(t["token_ids"])
-        if t["role"] == "assistant":
-            t["logprobs"] = [x - gap for x in lp[pos:pos + n]]
-        if t["role"] not in ("system", "user"):
+        n = len(t.token_ids)
+        if t.role == "assistant":
+            t.logprobs = [x - gap for x in lp[pos:pos + n]]
+        if t.role not in ("system", "user"):
             pos += n
     st = grpo_update(model, make_optimizer(model, lr=1e-3), [build_sequence(turns)], [1.0], [1.0], tis_cap=2.0)
     assert st.sampler_tokens == seq.model_tokens
