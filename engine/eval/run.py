@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..agents.policies import load_policy
 from ..agents.rollout import register_env, run_episode
@@ -103,7 +103,7 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
              step_timeout_s: float | None = None, episode_timeout_s: float = 1200, reward: str = "milestone",
              workers: int = 2, executor: str = "local", address: str | None = None, name: str | None = None,
              parent_id: str | None = None, progress: Callable[[int, int], None] | None = None,
-             on_lost: Callable[[str], None] | None = None, skipped: list[Skipped] = ()) -> EvalReport:
+             on_lost: Callable[[str], None] | None = None, skipped: Sequence[Skipped] = ()) -> EvalReport:
     """Evaluate ``policy`` (a spec string, or a Policy object with the ``local`` executor) on every environment
     with every seed, on ``workers`` workers of ``executor`` (local | process | ray at ``address``, see
     :mod:`engine.executors`). Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run.

@@ -47,7 +47,7 @@ def _env_files(store: Store) -> list[Finding]:
                 out.append(Finding("environment files", env["id"], f"its folder {folder} is missing"))
                 continue
             out.append(Finding("environment files", env["id"], f"its folder {folder} is missing, but {moved} holds "
-                               "it (the data dir moved?)", fix=lambda env=env, moved=moved: _relink(store, env, moved)))
+                               "it (the data dir moved?)", fix=partial(_relink, store, env, moved)))
             folder = moved
         changed = [f["path"] for f in store.envs.files(env["id"]) if _differs(folder / f["path"], f)]
         if changed:
