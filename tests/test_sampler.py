@@ -196,14 +196,35 @@ def test_a_conversations_next_turn_prefills_only_its_new_tokens(tiny, temperatur
         plain.close()
 
 
+def test_a_groups_common_prompt_is_read_once(tiny):
+    model, tok = tiny
+    prompt = tuple(_prompts(tok)[2])
+    group = [SampleRequest(prompt, 6, 1.0, seed=s) for s in range(4)]  # a GRPO group: one task, four seeds
+    cached = HFSampler(model, pad_id=tok.pad_token_id)
+    plain = HFSampler(model, pad_id=tok.pad_token_id, prefix_cache_tokens=0)
+    try:
+        got, ref = cached.generate(group), plain.generate(group)
+    finally:
+        cached.close()
+        plain.close()
+    assert [s.token_ids for s in got] == [s.token_ids for s in ref] and len({tuple(s.token_ids) for s in got}) > 1
+    assert cached.stats.prefill_tokens == len(prompt) + 3 and cached.stats.cached_tokens == 3 * (len(prompt) - 1)
+    assert plain.stats.prefill_tokens == 4 * len(prompt)
+
+
 def test_the_prefix_cache_keeps_to_its_token_budget():
     from engine.inference.hf import PrefixCache
 
     cache = PrefixCache(10)
     cache.put((1, 2, 3), ["a"])
     cache.put((4, 5, 6, 7), ["b"])
-    cache.put((8, 9, 10, 11, 12), ["c"])  # 12 tokens > 10: the oldest goes
-    assert list(cache.entries) == [(4, 5, 6, 7), (8, 9, 10, 11, 12)] and cache.tokens == 9
-    assert cache.take((4, 5, 6, 7)) == (0, None)  # not a proper prefix: nothing new to feed
-    assert cache.take((4, 5, 6, 7, 1)) == (4, ["b"]) and cache.tokens == 5
-    assert cache.take((4, 5, 6, 7, 1)) == (0, None)  # taken
+    assert cache.find((1, 2, 3, 9)) == (3, ["a"])  # used: now the most recent
+    cache.put((8, 9, 10), ["c"])  # 10 tokens: still fits
+    cache.put((8, 9, 10), ["c2"])  # the same key again replaces, not adds
+    assert cache.tokens == 10 and cache.find((8, 9, 10, 1)) == (3, ["c2"])
+    cache.put((11, 12), ["d"])  # 12 tokens > 10: the least recently used goes
+    assert list(cache.entries) == [(1, 2, 3), (8, 9, 10), (11, 12)] and cache.tokens == 8
+    assert cache.find((4, 5, 6, 7, 1)) == (0, None)
+    assert cache.find((1, 2, 3)) == (0, None)  # not a proper prefix: nothing new to run
+    cache.put(tuple(range(11)), ["too long"])  # longer than the whole budget: not kept
+    assert cache.tokens == 8

@@ -1,20 +1,22 @@
 """``hf`` — batched in-process generation with a transformers model (CPU and one GPU; the default sampler).
 
-Requests from every rollout worker are collected for a few milliseconds (or until ``max_batch`` are waiting),
-left-padded into one batch, prefilled once, then decoded with one batched forward per token over the KV cache;
-finished rows leave the batch. Each request draws its randomness from its own generator seeded with its own seed
-(one uniform number per token, inverse-CDF sampling), so a request gives the same tokens whether it runs alone or
-in a batch (up to float rounding between batch shapes). No global lock: the model is shared, batches run one at a
-time on the sampler's thread.
+Requests from every rollout worker are collected for a few milliseconds (or until ``max_batch`` are waiting).
+Each prompt is prefilled alone (no padding: the fast causal attention applies), on top of the longest prefix of it
+the sampler has already read; then the rows are left-padded into one cache and decoded together, one batched
+forward per token; finished rows leave the batch. Each request draws its randomness from its own generator seeded
+with its own seed (one uniform number per token, inverse-CDF sampling), so a request gives the same tokens whether
+it runs alone or in a batch (up to float rounding between batch shapes). No global lock: the model is shared,
+batches run one at a time on the sampler's thread.
 
-Multi-turn episodes only append to their conversation, so the KV of each finished request (its prompt and the
-tokens it generated) is kept in a prefix cache (LRU, ``prefix_cache_tokens`` at most); the episode's next request
-finds it and prefills only its new messages. Rows with different cached lengths share a batch: cached keys are
-right-aligned, new tokens follow, the gaps are masked. The cache is cleared whenever new weights are published.
+The prefix cache: multi-turn episodes only append to their conversation, so the KV of each finished request (its
+prompt and the tokens it generated) is kept, and the episode's next turn prefills only its new messages; a prompt
+read once is kept too, so the rollouts of a GRPO group (same task, same prompt) read it once. LRU within
+``prefix_cache_tokens``; cleared whenever new weights are published.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import OrderedDict
 from typing import Any, Sequence
@@ -70,28 +72,31 @@ def pick_tokens(logits: Any, requests: Sequence[SampleRequest],
 
 
 class PrefixCache:
-    """Per-layer (keys, values) of finished requests, keyed by the token ids they hold; least recently stored
-    entries go first once ``max_tokens`` is exceeded (0 = off)."""
+    """Per-layer (keys, values) [heads, tokens, dim] of token sequences the model has read, keyed by those tokens;
+    the least recently used go first once ``max_tokens`` is exceeded (0 = off). Entries are read, never written:
+    a request copies what it finds into its own cache."""
 
     def __init__(self, max_tokens: int):
         self.max_tokens = int(max_tokens)
         self.entries: OrderedDict[tuple[int, ...], list[tuple[Any, Any]]] = OrderedDict()
         self.tokens = 0
 
-    def take(self, prompt: tuple[int, ...]) -> tuple[int, list[tuple[Any, Any]] | None]:
-        """(cached length, per-layer KV) of the longest entry that is a proper prefix of ``prompt`` — removed:
-        the request extends it and stores the longer one."""
+    def find(self, prompt: tuple[int, ...]) -> tuple[int, list[tuple[Any, Any]] | None]:
+        """(cached length, per-layer KV) of the longest entry that is a proper prefix of ``prompt`` (at least one
+        token must be left to run: its logits pick the first new token)."""
         best = max((k for k in self.entries if len(k) < len(prompt) and prompt[: len(k)] == k), key=len, default=None)
         if best is None:
             return 0, None
-        self.tokens -= len(best)
-        return len(best), self.entries.pop(best)
+        self.entries.move_to_end(best)
+        return len(best), self.entries[best]
 
     def put(self, key: tuple[int, ...], kv: list[tuple[Any, Any]]) -> None:
         if not 0 < len(key) <= self.max_tokens:
             return
-        self.entries.pop(key, None)
+        if key in self.entries:
+            self.tokens -= len(key)
         self.entries[key] = kv
+        self.entries.move_to_end(key)
         self.tokens += len(key)
         while self.tokens > self.max_tokens:
             self.tokens -= len(self.entries.popitem(last=False)[0])
@@ -135,36 +140,24 @@ class HFSampler:
 
         model, version = self.model, self.version
         device = next(model.parameters()).device
-        n = len(requests)
-        hits = [self.prefix.take(r.prompt_ids) for r in requests]
-        width = max(c for c, _ in hits)  # cached columns, right-aligned
-        step = max(len(r.prompt_ids) - c for r, (c, _) in zip(requests, hits))  # new columns, right-aligned
-        ids = torch.full((n, step), self.pad_id, dtype=torch.long)
-        att = torch.zeros((n, width + step), dtype=torch.long)
-        pos = torch.zeros((n, step), dtype=torch.long)
-        for b, (r, (c, _)) in enumerate(zip(requests, hits)):
-            new = len(r.prompt_ids) - c
-            ids[b, step - new:] = torch.tensor(r.prompt_ids[c:], dtype=torch.long)
-            att[b, width - c:width] = 1
-            att[b, width + step - new:] = 1
-            pos[b, step - new:] = torch.arange(c, len(r.prompt_ids))
-        self.stats.prefill_tokens += sum(len(r.prompt_ids) - c for r, (c, _) in zip(requests, hits))
-        self.stats.cached_tokens += sum(c for c, _ in hits)
         key = _cache_kwarg(model)
-        extra = {key: _batch_cache(hits, width, n)} if width else {}
         generators = [torch.Generator().manual_seed(_seed(r)) for r in requests]
-        out_ids: list[list[int]] = [[] for _ in requests]
-        out_lps: list[list[float]] = [[] for _ in requests]
-        finish = ["length"] * n
-        live = list(range(n))
-        ids, att, pos = ids.to(device), att.to(device), pos.to(device)
         with torch.no_grad():
-            out = model(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True, logits_to_keep=1,
-                        **extra)
-            cache, last = out[key], pos[:, -1]
+            rows, logits = zip(*(self._prefill(model, key, r.prompt_ids, device) for r in requests))
+            width = max(len(r.prompt_ids) for r in requests)
+            room = max(r.max_new_tokens for r in requests)
+            cache = _batch_cache(list(rows), width, room)
+            att = torch.zeros((len(requests), width), dtype=torch.long, device=device)
+            for b, r in enumerate(requests):
+                att[b, width - len(r.prompt_ids):] = 1
+            last = torch.tensor([len(r.prompt_ids) - 1 for r in requests], device=device)
+            out_logits = torch.stack(logits)
+            out_ids: list[list[int]] = [[] for _ in requests]
+            out_lps: list[list[float]] = [[] for _ in requests]
+            finish = ["length"] * len(requests)
+            live = list(range(len(requests)))
             while True:
-                tokens, lps = pick_tokens(out.logits[:, -1, :], [requests[i] for i in live],
-                                          [generators[i] for i in live])
+                tokens, lps = pick_tokens(out_logits, [requests[i] for i in live], [generators[i] for i in live])
                 keep: list[int] = []
                 for row, i in enumerate(live):
                     out_ids[i].append(tokens[row])
@@ -179,41 +172,95 @@ class HFSampler:
                     break
                 nxt = torch.tensor(tokens, dtype=torch.long, device=device)
                 if len(keep) < len(live):
-                    rows = torch.tensor(keep, dtype=torch.long, device=device)
-                    cache.batch_select_indices(rows)
-                    att, last, nxt = att[rows], last[rows], nxt[rows]
+                    sel = torch.tensor(keep, dtype=torch.long, device=device)
+                    cache.batch_select_indices(sel)
+                    att, last, nxt = att[sel], last[sel], nxt[sel]
                     live = [live[r] for r in keep]
                 att = torch.cat([att, att.new_ones((len(live), 1))], dim=1)
                 last = last + 1
                 out = model(input_ids=nxt[:, None], attention_mask=att, position_ids=last[:, None],
                             use_cache=True, **{key: cache})
-                cache = out[key]
-        return [Sample(out_ids[i], out_lps[i], finish[i], version) for i in range(n)]
+                out_logits = out.logits[:, -1, :]
+        return [Sample(out_ids[i], out_lps[i], finish[i], version) for i in range(len(requests))]
+
+    def _prefill(self, model: Any, key: str, prompt: tuple[int, ...], device: Any) -> tuple[list, Any]:
+        """Run one prompt alone (no padding, so the fast causal attention applies) on top of the longest cached
+        prefix of it; keep its KV for later prompts that start with it. Returns (per-layer KV [heads, tokens,
+        dim], the last position's logits)."""
+        import torch  # heavy optional dependency
+        from transformers import DynamicCache  # heavy optional dependency
+
+        done, kv = self.prefix.find(prompt)
+        self.stats.prefill_tokens += len(prompt) - done
+        self.stats.cached_tokens += done
+        past = {key: DynamicCache(ddp_cache_data=[(k[None], v[None]) for k, v in kv])} if kv else {}
+        ids = torch.tensor([prompt[done:]], dtype=torch.long, device=device)
+        pos = torch.arange(done, len(prompt), device=device)[None]
+        out = model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **past)
+        layers = out[key].layers
+        kv = [(layer.keys[0], layer.values[0]) for layer in layers]
+        if self.prefix.max_tokens > 0 and not any(getattr(layer, "is_sliding", False) for layer in layers):
+            self.prefix.put(prompt[:-1], [(k[:, :-1], v[:, :-1]) for k, v in kv])  # the same prompt again
+        return kv, out.logits[0, -1]
 
     def _remember(self, cache: Any, att: Any, row: int, tokens: tuple[int, ...]) -> None:
         """Keep a finished row's KV (its real columns) for the conversation's next request."""
-        layers = getattr(cache, "layers", None)
-        if self.prefix.max_tokens <= 0 or not layers or any(getattr(layer, "is_sliding", False) for layer in layers):
+        layers = cache.layers
+        if self.prefix.max_tokens <= 0 or any(getattr(layer, "is_sliding", False) for layer in layers):
             return
         real = att[row].bool()
-        if int(real.sum()) != len(tokens):
-            return
-        self.prefix.put(tokens, [(layer.keys[row][:, real], layer.values[row][:, real]) for layer in layers])
+        if int(real.sum()) == len(tokens):
+            self.prefix.put(tokens, [(layer.keys[row][:, real], layer.values[row][:, real]) for layer in layers])
 
 
-def _batch_cache(hits: list[tuple[int, list[tuple[Any, Any]] | None]], width: int, n: int) -> Any:
-    """One DynamicCache of ``width`` columns from per-row cached KV, right-aligned (zeros, masked, on the left)."""
-    import torch  # heavy optional dependency
+def _batch_cache(rows: list[list[tuple[Any, Any]]], width: int, room: int) -> Any:
+    """One cache for a batch of rows of per-layer KV [heads, tokens, dim], right-aligned in ``width`` columns
+    (zeros, masked, on the left) with ``room`` spare columns to decode into."""
     from transformers import DynamicCache  # heavy optional dependency
 
-    sample = next(kv for _, kv in hits if kv is not None)
-    data = []
-    for layer, (k0, v0) in enumerate(sample):
-        keys = k0.new_zeros((n, k0.shape[0], width, k0.shape[-1]))
-        values = v0.new_zeros((n, v0.shape[0], width, v0.shape[-1]))
-        for b, (c, kv) in enumerate(hits):
-            if kv is not None:
-                keys[b, :, width - c:] = kv[layer][0]
-                values[b, :, width - c:] = kv[layer][1]
-        data.append((keys, values))
-    return DynamicCache(ddp_cache_data=data)
+    layer = _growing_layer()
+    cache = DynamicCache()
+    cache.layers = [layer([row[i] for row in rows], width, room) for i in range(len(rows[0]))]
+    return cache
+
+
+@functools.cache
+def _growing_layer() -> type:
+    """transformers' ``DynamicLayer`` (imported only when a model runs) that decodes into spare columns instead of
+    concatenating the whole cache again at every token — most of a decoding step's cost on a CPU with long
+    prompts."""
+    import torch  # heavy optional dependency
+    from transformers.cache_utils import DynamicLayer  # heavy optional dependency
+
+    class GrowingLayer(DynamicLayer):
+        def __init__(self, rows: list[tuple[Any, Any]], width: int, room: int):
+            super().__init__()
+            k0, v0 = rows[0]
+            self.lazy_initialization(k0, v0)
+            self._k = k0.new_zeros((len(rows), k0.shape[0], width + room, k0.shape[-1]))
+            self._v = v0.new_zeros((len(rows), v0.shape[0], width + room, v0.shape[-1]))
+            for b, (k, v) in enumerate(rows):
+                self._k[b, :, width - k.shape[1]:width] = k
+                self._v[b, :, width - v.shape[1]:width] = v
+            self._n = width
+            self._view()
+
+        def _view(self) -> None:
+            self.keys, self.values = self._k[:, :, : self._n], self._v[:, :, : self._n]
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+            m = key_states.shape[-2]
+            while self._n + m > self._k.shape[-2]:  # beyond the planned room: double it
+                self._k = torch.cat([self._k, torch.zeros_like(self._k)], dim=-2)
+                self._v = torch.cat([self._v, torch.zeros_like(self._v)], dim=-2)
+            self._k[:, :, self._n:self._n + m] = key_states
+            self._v[:, :, self._n:self._n + m] = value_states
+            self._n += m
+            self._view()
+            return self.keys, self.values
+
+        def batch_select_indices(self, indices: Any) -> None:
+            self._k, self._v = self._k[indices], self._v[indices]
+            self._view()
+
+    return GrowingLayer
