@@ -16,11 +16,12 @@ from typing import Any
 
 from ..errors import SandmleError
 
-#: benchmark name → module under engine.bench
+#: benchmark name → module with a ``run`` function: engine/bench/<name>.py, plus those registered from outside
 BENCHMARKS: dict[str, str] = {}
 
 
 def register(name: str, module: str) -> None:
+    """Add a benchmark that lives outside the engine (the workbench's ``tui``) by its module name."""
     BENCHMARKS[name] = module
 
 

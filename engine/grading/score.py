@@ -156,8 +156,3 @@ def score_submission(spec: GradeSpec, answers_df: pd.DataFrame, submission_df: p
     if not np.isfinite(value):
         raise InvalidSubmission(f"metric {spec.metric} gave a non-finite score ({value})")
     return value
-
-
-def score_files(spec: GradeSpec, answers_path: str | Path, submission_path: str | Path) -> float:
-    """:func:`score_submission` on two CSV files (ids read as text)."""
-    return score_submission(spec, read_frame(answers_path, spec.id_column), read_frame(submission_path, spec.id_column))

@@ -168,11 +168,6 @@ class SFTConfig(_Common):
 C = TypeVar("C", GRPOConfig, SFTConfig)
 
 
-def field_help(cls: type) -> dict[str, str]:
-    """Field name → help text (for `--help` and the workbench's launch form)."""
-    return {f.name: f.metadata.get("help", "") for f in fields(cls)}
-
-
 def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> C:
     """Build a config from a TOML file (top level or a ``[grpo]``/``[sft]`` table) plus overrides (flags set
     by the user; ``None`` values are ignored). Errors become :class:`ConfigError` naming the key and file."""

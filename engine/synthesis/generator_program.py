@@ -152,7 +152,7 @@ class TabularModel:
             v = f["mean"] + f["sd"] * u[:, j]
             kind = f.get("kind", "float")
             if kind == "count":
-                v = np.floor(np.maximum(0.0, f["mean"] * np.exp(0.55 * u[:, j]) - 0.3 * f["sd"] * 0.0))
+                v = np.floor(np.maximum(0.0, f["mean"] * np.exp(0.55 * u[:, j])))
                 v = v.astype(int)
             elif kind == "int":
                 v = np.rint(v).astype(int)

@@ -358,10 +358,6 @@ LADDER: dict[str, Strategy] = {
 }
 
 
-def ladder_code() -> dict[str, str]:
-    return {name: render_solution(s) for name, s in LADDER.items()}
-
-
 #: runs several solutions × seeds in one interpreter (imports paid once), each isolated in a fresh namespace
 RUNNER = '''\
 import json, runpy, sys, time, traceback

@@ -20,10 +20,11 @@ from .common import Context, emit_json, pass_ctx, table, wide_option
 @pass_ctx
 def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
-    from engine.bench import available, run_benchmark
+    from engine.bench import run_benchmark
 
+    known = benchmarks()  # registers the workbench's own too
     if not name:
-        for n in available():
+        for n in known:
             click.echo(n)
         return
     result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick)
@@ -37,6 +38,14 @@ def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str |
         for note in result.notes:
             click.echo(f"note: {note}")
     click.echo(f"wrote {path}", err=True)
+
+
+def benchmarks() -> list[str]:
+    """The engine's benchmarks plus the workbench's own (``tui``), registered with the engine's runner."""
+    from engine.bench import available, register
+
+    register("tui", "workbench.tui_bench")
+    return available()
 
 
 def _cell(value: object) -> str:

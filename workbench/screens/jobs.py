@@ -116,9 +116,9 @@ class JobsScreen(BaseScreen):
                                            "done), then SIGTERM, then SIGKILL."), done)
 
     def action_bench(self) -> None:
-        from engine.bench import available
+        from ..cli.bench import benchmarks
 
-        names = available()
+        names = benchmarks()
 
         def done(name: str | None) -> None:
             if not name:

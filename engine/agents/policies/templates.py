@@ -99,18 +99,3 @@ print("SUMMARY " + json.dumps({"rows": len(train), "test_rows": len(test), "id":
       "predict": pred, "task": task, "modality": modality, "features": len(feats), "text": text, "media": media,
       "missing": round(float(train[feats].isna().mean().mean()) if feats else 0.0, 3)}))
 '''
-
-
-def code_blocks() -> list[str]:
-    """Every fixed piece of code the scripted expert emits (for macro tokens of a tiny tokenizer): the explore
-    snippet, the template-writing line, and the run snippet of every strategy in both folders."""
-    blocks = [EXPLORE, _write_template()]
-    for model in MODELS:
-        for text in TEXTS:
-            for rich in (True, False):
-                for chars in (True, False):
-                    choice = Choice(model, text, rich, chars)
-                    for folder in ("val", "."):
-                        blocks.append(run_code(choice, folder, write_template=False))
-                    blocks.append(whole_script(choice)[len(f"# strategy: {choice.key}\n") + len(_write_template()):])
-    return list(dict.fromkeys(blocks))
