@@ -42,9 +42,9 @@ def synthesized_envs(store, count: int = 1) -> list[EnvSpec]:
 def run(store, quick: bool = False, **_options: Any) -> BenchResult:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-rollout-") as tmp:
-        st = Store(Path(tmp) / "bench.db")
+        bench_store = Store(Path(tmp) / "bench.db")
         try:
-            env = synthesized_envs(st)[0]
+            env = synthesized_envs(bench_store)[0]
             sample = env.public / "sample_submission.csv"
             n = 5 if quick else 20
             grade(env, sample)
@@ -54,7 +54,7 @@ def run(store, quick: bool = False, **_options: Any) -> BenchResult:
             grade_ms = (time.perf_counter() - t) / n * 1000
             rows.append({"what": "grade() one submission", "wall_s": grade_ms / 1000, "sandbox_s": 0.0, "steps": 1,
                          "overhead_ms_per_step": grade_ms})
-            backend = get_backend("local", store=st)
+            backend = get_backend("local", store=bench_store)
             try:
                 e = MLEEnv(env.id, env.public, env.grade, backend)
                 e.reset()
@@ -70,7 +70,7 @@ def run(store, quick: bool = False, **_options: Any) -> BenchResult:
                 policy = load_policy("scripted")
                 worst = 0.0
                 for scaffold, turns in (("react", 15), ("aide", 4), ("oneshot", 1)):
-                    traj = run_episode(env, policy, scaffold=scaffold, sandbox=backend, store=st, rng_seed=0,
+                    traj = run_episode(env, policy, scaffold=scaffold, sandbox=backend, store=bench_store, rng_seed=0,
                                        max_turns=turns)
                     steps = max(1, sum(1 for x in traj.turns if x.role == "assistant"))
                     over = (traj.wall_s - traj.sandbox_s) / steps * 1000
@@ -82,14 +82,14 @@ def run(store, quick: bool = False, **_options: Any) -> BenchResult:
                 backend.close()
             seeds = [0, 1] if quick else [0, 1, 2, 3]
             t = time.perf_counter()
-            rep = run_eval(st, "scripted", [env], scaffold="react", rng_seeds=seeds, workers=2)
+            rep = run_eval(bench_store, "scripted", [env], scaffold="react", rng_seeds=seeds, workers=2)
             wall = time.perf_counter() - t
             rows.append({"what": f"eval react ×{len(seeds)} (2 workers)", "wall_s": wall, "sandbox_s": None,
                          "steps": rep.n_episodes, "overhead_ms_per_step": None,
                          "episodes_per_min": rep.n_episodes / wall * 60})
-            rows.append(_hf_row(env, st, tmp, quick))
+            rows.append(_hf_row(env, bench_store, tmp, quick))
         finally:
-            st.close()
+            bench_store.close()
     keys = ["what", "wall_s", "sandbox_s", "steps", "overhead_ms_per_step", "medal", "episodes_per_min",
             "tokens_per_s"]
     rows = [{k: r.get(k) for k in keys} for r in rows]
@@ -103,11 +103,11 @@ def run(store, quick: bool = False, **_options: Any) -> BenchResult:
     ])
 
 
-def _hf_row(env, st, tmp: str, quick: bool) -> dict[str, Any]:
+def _hf_row(env, bench_store, tmp: str, quick: bool) -> dict[str, Any]:
     path = build_tiny_model(Path(tmp) / "tiny", corpus=default_corpus())
     policy = load_policy(f"hf:{path},max_new_tokens=64")
     turns = 2 if quick else 4
-    traj = run_episode(env, policy, scaffold="react", store=st, rng_seed=0, max_turns=turns)
+    traj = run_episode(env, policy, scaffold="react", store=bench_store, rng_seed=0, max_turns=turns)
     generated = sum(len(x.token_ids or []) for x in traj.turns if x.role == "assistant")
     gen_s = sum(x.wall_s for x in traj.turns if x.role == "assistant")
     return {"what": f"hf tiny react episode ({turns} turns)", "wall_s": traj.wall_s, "sandbox_s": traj.sandbox_s,

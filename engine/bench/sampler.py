@@ -47,7 +47,7 @@ MODES = [("before: one at a time, re-encoding", 1, 0), ("one at a time", 1, PREF
          (f"batched (≤{EPISODES})", EPISODES, PREFIX)]
 
 
-def _episodes(st, envs: list, model_path: Path, max_batch: int, prefix: int, turns: int,
+def _episodes(bench_store, envs: list, model_path: Path, max_batch: int, prefix: int, turns: int,
               new_tokens: int) -> dict[str, Any]:
     policy = HFPolicy(str(model_path), device="cpu", max_new_tokens=new_tokens, max_batch=max_batch, wait_ms=5,
                       prefix_cache_tokens=prefix)
@@ -57,8 +57,9 @@ def _episodes(st, envs: list, model_path: Path, max_batch: int, prefix: int, tur
 
     def one(i: int):
         with lock:  # one warm sandbox backend per worker thread, as GRPO keeps them
-            backend = backends.setdefault(threading.current_thread().name, get_backend("local", store=st))
-        return run_episode(envs[i % len(envs)], policy, scaffold="react", sandbox=backend, store=st, rng_seed=i,
+            backend = backends.setdefault(threading.current_thread().name, get_backend("local", store=bench_store))
+        return run_episode(envs[i % len(envs)], policy, scaffold="react", sandbox=backend, store=bench_store,
+                           rng_seed=i,
                            max_turns=turns)
 
     try:
@@ -78,14 +79,14 @@ def _episodes(st, envs: list, model_path: Path, max_batch: int, prefix: int, tur
             "prefilled": policy.sampler.stats.prefill_tokens, "_tokens": tokens, "_params": params}
 
 
-def _grpo_step(st, envs: list, model_path: Path, max_batch: int, prefix: int, turns: int,
+def _grpo_step(bench_store, envs: list, model_path: Path, max_batch: int, prefix: int, turns: int,
                new_tokens: int) -> dict[str, Any]:
     cfg = GRPOConfig(model=str(model_path), env_ids=[e.id for e in envs], steps=1, envs_per_step=len(envs),
                      group_size=EPISODES // len(envs), max_turns=turns, max_new_tokens=new_tokens,
                      rollout_workers=EPISODES, sampler_batch=max_batch, sampler_prefix_cache=prefix, lora_r=8,
                      equal_group="downweight",
                      curriculum=False, device="cpu", name=f"bench-sampler-{max_batch}")
-    trainer = GRPOTrainer(st, cfg)
+    trainer = GRPOTrainer(bench_store, cfg)
     trainer.setup()
     try:
         m = trainer.step(1)
@@ -102,31 +103,32 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
     turns, new_tokens = (2, 32) if quick else (4, 96)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-sampler-") as tmp:
-        st = Store(Path(tmp) / "bench.db")
+        bench_store = Store(Path(tmp) / "bench.db")
         try:
-            envs = synthesized_envs(st, 2)
+            envs = synthesized_envs(bench_store, 2)
             model_path = build_tiny_model(Path(tmp) / "tiny", corpus=default_corpus())
-            got, steps = {}, {}
+            measured, steps = {}, {}
             for mode, batch, prefix in MODES:
-                got[mode] = _episodes(st, envs, model_path, batch, prefix, turns, new_tokens)
-                rows.append({"what": f"{EPISODES} react episodes", "sampler": mode, **got[mode]})
-            same = len({repr(g.pop("_tokens")) for g in got.values()}) == 1
-            params = [g.pop("_params") for g in got.values()][0]
+                measured[mode] = _episodes(bench_store, envs, model_path, batch, prefix, turns, new_tokens)
+                rows.append({"what": f"{EPISODES} react episodes", "sampler": mode, **measured[mode]})
+            same = len({repr(g.pop("_tokens")) for g in measured.values()}) == 1
+            params = [g.pop("_params") for g in measured.values()][0]
             for mode, batch, prefix in MODES:
-                steps[mode] = _grpo_step(st, envs, model_path, batch, prefix, turns, new_tokens)
+                steps[mode] = _grpo_step(bench_store, envs, model_path, batch, prefix, turns, new_tokens)
                 rows.append({"what": "GRPO step", "sampler": mode, **steps[mode]})
         finally:
-            st.close()
+            bench_store.close()
     keys = ["what", "sampler", "wall_s", "tokens", "tokens_per_s", "episodes_per_min", "mean_batch", "prefilled",
             "sampling_s", "sandbox_s", "update_s"]
     rows = [{k: r.get(k) for k in keys} for r in rows]
     before, serial, batched = (m[0] for m in MODES)
-    ratio = got[batched]["tokens_per_s"] / got[before]["tokens_per_s"]
+    ratio = measured[batched]["tokens_per_s"] / measured[before]["tokens_per_s"]
     speedup = steps[before]["wall_s"] / steps[batched]["wall_s"]
     summary = {"tokens_per_s_ratio": ratio, "target_tokens_per_s_ratio": TARGET_TOKENS_RATIO,
                "tokens_met": ratio >= TARGET_TOKENS_RATIO, "grpo_step_speedup": speedup,
                "target_grpo_step_speedup": TARGET_STEP_SPEEDUP, "grpo_step_met": speedup >= TARGET_STEP_SPEEDUP,
-               "tokens_per_s_ratio_batching_alone": got[batched]["tokens_per_s"] / got[serial]["tokens_per_s"],
+               "tokens_per_s_ratio_batching_alone":
+                   measured[batched]["tokens_per_s"] / measured[serial]["tokens_per_s"],
                "grpo_step_speedup_batching_alone": steps[serial]["wall_s"] / steps[batched]["wall_s"],
                "same_tokens_all_samplers": same, "model_parameters": params,
                "episodes": EPISODES, "turns": turns, "max_new_tokens": new_tokens}

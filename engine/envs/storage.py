@@ -76,9 +76,9 @@ def export_env(store, env_id: str, dest: str | Path) -> Path:
 def delete_env(store, env_id: str) -> dict[str, Any]:
     """Delete the row (files, leaderboard cascade) and the folder under the data dir."""
     row = store.envs.delete(env_id)
-    d = row.get("dir")
-    if d and Path(d).is_dir() and Path(d).resolve().is_relative_to((store.data_dir / "envs").resolve()):
-        shutil.rmtree(d)
+    folder = row.get("dir")
+    if folder and Path(folder).is_dir() and Path(folder).resolve().is_relative_to((store.data_dir / "envs").resolve()):
+        shutil.rmtree(folder)
     return row
 
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 
 
-def _f(default: Any, help: str, **kw: Any) -> Any:
+def _option(default: Any, help: str, **kw: Any) -> Any:
     if default in (list, dict) or (callable(default) and not isinstance(default, type)):
         return field(default_factory=default, metadata={"help": help}, **kw)
     return field(default=default, metadata={"help": help}, **kw)
@@ -20,19 +20,20 @@ def _f(default: Any, help: str, **kw: Any) -> Any:
 
 @dataclass
 class _Common:
-    model: str = _f("tiny", "base model: a local folder or hub id; 'tiny' = the project's locally built tiny model")
-    adapter: str | None = _f(None, "start from this PEFT adapter folder (e.g. the SFT adapter)")
-    lr: float = _f(1e-4, "learning rate (AdamW)")
-    weight_decay: float = _f(0.0, "AdamW weight decay")
-    max_grad_norm: float = _f(1.0, "gradient clipping norm")
-    lora_r: int = _f(16, "LoRA rank")
-    lora_alpha: int = _f(32, "LoRA alpha")
-    lora_dropout: float = _f(0.0, "LoRA dropout")
-    lora_modules_to_save: list[str] = _f(list, "modules trained in full beside the adapter and saved with it (PEFT "
+    model: str = _option("tiny",
+                         "base model: a local folder or hub id; 'tiny' = the project's locally built tiny model")
+    adapter: str | None = _option(None, "start from this PEFT adapter folder (e.g. the SFT adapter)")
+    lr: float = _option(1e-4, "learning rate (AdamW)")
+    weight_decay: float = _option(0.0, "AdamW weight decay")
+    max_grad_norm: float = _option(1.0, "gradient clipping norm")
+    lora_r: int = _option(16, "LoRA rank")
+    lora_alpha: int = _option(32, "LoRA alpha")
+    lora_dropout: float = _option(0.0, "LoRA dropout")
+    lora_modules_to_save: list[str] = _option(list, "modules trained in full beside the adapter and saved with it (PEFT "
                                          "modules_to_save), e.g. 'norm' for a random-init tiny model")
-    seed: int = _f(0, "RNG seed (torch, python, numpy, sampling)")
-    device: str | None = _f(None, "cuda | cpu; default: cuda when available (bf16 where supported), else cpu")
-    name: str | None = _f(None, "a name for the run")
+    seed: int = _option(0, "RNG seed (torch, python, numpy, sampling)")
+    device: str | None = _option(None, "cuda | cpu; default: cuda when available (bf16 where supported), else cpu")
+    name: str | None = _option(None, "a name for the run")
 
     def _check_common(self) -> None:
         if self.lr <= 0:
@@ -51,44 +52,44 @@ class _Common:
 class GRPOConfig(_Common):
     """Trajectory-wise GRPO over whole multi-turn episodes."""
 
-    steps: int = _f(20, "optimizer steps (one batch of groups each)")
-    envs_per_step: int = _f(4, "environments per step (the batch); each gets a group of `group_size` rollouts")
-    group_size: int = _f(4, "rollouts per environment (G); advantages are normalized within the group")
-    env_split: str = _f("train", "which environments to train on (store split: train | heldout | all = every "
+    steps: int = _option(20, "optimizer steps (one batch of groups each)")
+    envs_per_step: int = _option(4, "environments per step (the batch); each gets a group of `group_size` rollouts")
+    group_size: int = _option(4, "rollouts per environment (G); advantages are normalized within the group")
+    env_split: str = _option("train", "which environments to train on (store split: train | heldout | all = every "
                                  "split but the real competitions)")
-    env_ids: list[str] = _f(list, "explicit environment ids (overrides env_split)")
-    scaffold: str = _f("react", "scaffold the policy acts in during training")
-    reward: str = _f("milestone", "reward scheme: milestone | sparse")
-    max_turns: int = _f(15, "most model calls per episode")
-    max_new_tokens: int = _f(256, "most generated tokens per turn")
-    temperature: float = _f(1.0, "sampling temperature")
-    top_p: float = _f(1.0, "nucleus sampling")
-    step_timeout_s: float = _f(300.0, "time limit of one code execution")
-    episode_timeout_s: float = _f(1200.0, "time limit of one episode")
-    clip_low: float = _f(0.2, "lower clip of the ratio: 1 - clip_low")
-    clip_high: float = _f(0.28, "upper clip of the ratio (clip-higher): 1 + clip_high")
-    kl_coef: float = _f(0.0, "KL penalty to the base model (adapter disabled); 0 = off (default)")
-    scale_rewards: bool = _f(True, "divide advantages by the group's reward std (Dr. GRPO: False)")
-    equal_group: str = _f("skip", "groups whose rewards are all equal carry no signal: skip | downweight")
-    equal_group_weight: float = _f(0.1, "loss weight of an all-equal group when equal_group = downweight")
-    mu: int = _f(1, "optimizer passes over each batch (ratio is 1 on the first pass)")
-    micro_batch: int = _f(4, "trajectories per forward pass (gradient accumulation over the batch)")
-    max_seq_len: int = _f(4096, "a longer trajectory is masked (counted as 'overlong', like a timeout), never cut")
-    logprob_chunk: int = _f(1024, "positions per chunk of the LM head + log-softmax in the update (bounds memory)")
-    gradient_checkpointing: bool = _f(False, "recompute the backbone's activations in the backward pass (memory)")
-    sampler: str = _f("hf", "who samples rollouts: hf (batched, in process) | vllm (a vllm serve process: "
+    env_ids: list[str] = _option(list, "explicit environment ids (overrides env_split)")
+    scaffold: str = _option("react", "scaffold the policy acts in during training")
+    reward: str = _option("milestone", "reward scheme: milestone | sparse")
+    max_turns: int = _option(15, "most model calls per episode")
+    max_new_tokens: int = _option(256, "most generated tokens per turn")
+    temperature: float = _option(1.0, "sampling temperature")
+    top_p: float = _option(1.0, "nucleus sampling")
+    step_timeout_s: float = _option(300.0, "time limit of one code execution")
+    episode_timeout_s: float = _option(1200.0, "time limit of one episode")
+    clip_low: float = _option(0.2, "lower clip of the ratio: 1 - clip_low")
+    clip_high: float = _option(0.28, "upper clip of the ratio (clip-higher): 1 + clip_high")
+    kl_coef: float = _option(0.0, "KL penalty to the base model (adapter disabled); 0 = off (default)")
+    scale_rewards: bool = _option(True, "divide advantages by the group's reward std (Dr. GRPO: False)")
+    equal_group: str = _option("skip", "groups whose rewards are all equal carry no signal: skip | downweight")
+    equal_group_weight: float = _option(0.1, "loss weight of an all-equal group when equal_group = downweight")
+    mu: int = _option(1, "optimizer passes over each batch (ratio is 1 on the first pass)")
+    micro_batch: int = _option(4, "trajectories per forward pass (gradient accumulation over the batch)")
+    max_seq_len: int = _option(4096, "a longer trajectory is masked (counted as 'overlong', like a timeout), never cut")
+    logprob_chunk: int = _option(1024, "positions per chunk of the LM head + log-softmax in the update (bounds memory)")
+    gradient_checkpointing: bool = _option(False, "recompute the backbone's activations in the backward pass (memory)")
+    sampler: str = _option("hf", "who samples rollouts: hf (batched, in process) | vllm (a vllm serve process: "
                       "--sampler-url or started for you) | vllm-colocated (in-process vLLM on the training GPU)")
-    sampler_url: str | None = _f(None, "URL of a running `vllm serve MODEL --enable-lora` (with --sampler vllm)")
-    sampler_batch: int = _f(16, "most requests the hf / colocated sampler puts in one batch")
-    sampler_prefix_cache: int = _f(32768, "tokens of KV the hf sampler keeps so an episode's next turn prefills "
+    sampler_url: str | None = _option(None, "URL of a running `vllm serve MODEL --enable-lora` (with --sampler vllm)")
+    sampler_batch: int = _option(16, "most requests the hf / colocated sampler puts in one batch")
+    sampler_prefix_cache: int = _option(32768, "tokens of KV the hf sampler keeps so an episode's next turn prefills "
                                    "only its new messages (0 = re-encode every turn)")
-    tis_cap: float = _f(2.0, "truncated importance sampling: weight each token by min(π_trainer/π_sampler, cap); "
+    tis_cap: float = _option(2.0, "truncated importance sampling: weight each token by min(π_trainer/π_sampler, cap); "
                         "0 = off (the mismatch is logged either way)")
-    curriculum: bool = _f(True, "sample environments by the reward variance of their recent groups")
-    curriculum_window: int = _f(3, "recent groups per environment the curriculum looks at")
-    curriculum_floor: float = _f(0.05, "least sampling weight of any environment (exploration)")
-    save_every: int = _f(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
-    rollout_workers: int = _f(8, "rollouts in flight at once: their model calls share the sampler's batches "
+    curriculum: bool = _option(True, "sample environments by the reward variance of their recent groups")
+    curriculum_window: int = _option(3, "recent groups per environment the curriculum looks at")
+    curriculum_floor: float = _option(0.05, "least sampling weight of any environment (exploration)")
+    save_every: int = _option(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
+    rollout_workers: int = _option(8, "rollouts in flight at once: their model calls share the sampler's batches "
                               "and the sandbox runs one episode's code while the model generates for others")
 
     def __post_init__(self) -> None:
@@ -139,17 +140,17 @@ class GRPOConfig(_Common):
 class SFTConfig(_Common):
     """Supervised fine-tuning (TRL SFTTrainer) on stored trajectories filtered by reward."""
 
-    lr: float = _f(5e-4, "learning rate")
-    epochs: float = _f(3.0, "passes over the filtered trajectories")
-    batch_size: int = _f(4, "trajectories per optimizer step")
-    min_reward: float = _f(0.5, "keep trajectories with reward >= this")
-    source_run: str | None = _f(None, "only trajectories of this run (e.g. a scripted rollout run)")
-    source_policy: str | None = _f(None, "only trajectories of this policy (e.g. 'scripted')")
-    env_split: str = _f("train", "only trajectories on environments of this split (train | heldout | all = every "
+    lr: float = _option(5e-4, "learning rate")
+    epochs: float = _option(3.0, "passes over the filtered trajectories")
+    batch_size: int = _option(4, "trajectories per optimizer step")
+    min_reward: float = _option(0.5, "keep trajectories with reward >= this")
+    source_run: str | None = _option(None, "only trajectories of this run (e.g. a scripted rollout run)")
+    source_policy: str | None = _option(None, "only trajectories of this policy (e.g. 'scripted')")
+    env_split: str = _option("train", "only trajectories on environments of this split (train | heldout | all = every "
                                  "split but the real competitions)")
-    max_seq_len: int = _f(4096, "longer samples are truncated")
-    max_samples: int | None = _f(None, "cap the number of training trajectories")
-    save_every: int = _f(50, "save a checkpoint every K optimizer steps")
+    max_seq_len: int = _option(4096, "longer samples are truncated")
+    max_samples: int | None = _option(None, "cap the number of training trajectories")
+    save_every: int = _option(50, "save a checkpoint every K optimizer steps")
 
     def __post_init__(self) -> None:
         self._check_common()

@@ -166,10 +166,10 @@ class GRPOTrainer:
         sampled = self.sampler.stats.snapshot()
         self.model.eval()
         with torch.no_grad():
-            got = collect(self.store, self.run_id, step, env_ids, cfg.group_size, cfg.seed,
+            collected = collect(self.store, self.run_id, step, env_ids, cfg.group_size, cfg.seed,
                           lambda e, g, s: self._run_one(e, g, s, step), workers=cfg.rollout_workers,
                           on_done=self.on_rollout)
-        rollouts = got.rollouts
+        rollouts = collected.rollouts
         built: list[TokenSequence | ValueError] = []
         for r in rollouts:
             try:
@@ -197,7 +197,8 @@ class GRPOTrainer:
         t_upd = time.perf_counter()
         self.sampler.sleep()  # no batch runs while the weights change (colocated vLLM frees its memory)
         try:
-            up = grpo_update(self.model, self.optimizer, seqs, stats.advantages, stats.weights, clip_low=cfg.clip_low,
+            update = grpo_update(self.model, self.optimizer, seqs, stats.advantages, stats.weights,
+                                 clip_low=cfg.clip_low,
                              clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, temperature=cfg.temperature,
                              micro_batch=cfg.micro_batch, mu=cfg.mu, max_grad_norm=cfg.max_grad_norm,
                              pad_id=self.tokenizer.pad_token_id or 0, device=self.device, tis_cap=cfg.tis_cap,
@@ -214,16 +215,17 @@ class GRPOTrainer:
             "valid_rate": statistics.fmean(r.valid for r in rollouts),
             "medal_rate": statistics.fmean(r.medal for r in rollouts),
             "human_rank": statistics.fmean(ranks) if ranks else None,
-            "loss": up.loss, "pg_loss": up.pg_loss, "kl": up.kl, "clip_fraction": up.clip_fraction,
-            "ratio_mean": up.ratio_mean, "grad_norm": up.grad_norm,
-            "sampler_logp_diff": up.sampler_logp_diff, "sampler_kl": up.sampler_kl, "tis_capped": up.tis_capped,
+            "loss": update.loss, "pg_loss": update.pg_loss, "kl": update.kl, "clip_fraction": update.clip_fraction,
+            "ratio_mean": update.ratio_mean, "grad_norm": update.grad_norm,
+            "sampler_logp_diff": update.sampler_logp_diff, "sampler_kl": update.sampler_kl,
+            "tis_capped": update.tis_capped,
             "tokens": float(sum(s.model_tokens for s in seqs)), "seq_tokens": float(sum(len(s.input_ids) for s in seqs)),
-            "trained_trajectories": float(up.trained_trajectories),
+            "trained_trajectories": float(update.trained_trajectories),
             "skipped_groups": float(stats.equal_groups), "groups": float(stats.groups),
             "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
             "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
-            "reused_rollouts": float(got.reused),
-            "rollout_s": got.wall_s, "update_s": update_s, "publish_s": time.perf_counter() - t_upd - update_s,
+            "reused_rollouts": float(collected.reused),
+            "rollout_s": collected.wall_s, "update_s": update_s, "publish_s": time.perf_counter() - t_upd - update_s,
             "sandbox_wait_share": sum(r.sandbox_s for r in rollouts) / wall,
             **self.sampler.stats.since(sampled),
             "step_s": time.perf_counter() - t0,

@@ -200,10 +200,13 @@ def tis_weights(trainer_logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, 
     unknown: weight 1, left out of the statistics."""
     with torch.no_grad():
         known = ~torch.isnan(sampler_logprobs) & (loss_mask > 0)
-        d = torch.where(known, trainer_logprobs.float() - sampler_logprobs.float(), torch.zeros_like(trainer_logprobs))
-        ratio = torch.exp(d)
-        weights = torch.where(known, ratio.clamp(max=cap), torch.ones_like(ratio)) if cap > 0 else torch.ones_like(d)
-        return Mismatch(weights=weights, abs_diff=float(d.abs().sum()), kl=float(((ratio - 1.0 - d) * known).sum()),
+        log_ratio = torch.where(known, trainer_logprobs.float() - sampler_logprobs.float(),
+                                torch.zeros_like(trainer_logprobs))
+        ratio = torch.exp(log_ratio)
+        weights = (torch.where(known, ratio.clamp(max=cap), torch.ones_like(ratio)) if cap > 0
+                   else torch.ones_like(log_ratio))
+        return Mismatch(weights=weights, abs_diff=float(log_ratio.abs().sum()),
+                        kl=float(((ratio - 1.0 - log_ratio) * known).sum()),
                         capped=int(((ratio > cap) & known).sum()) if cap > 0 else 0, tokens=int(known.sum()))
 
 
@@ -243,8 +246,8 @@ def grpo_loss(
         per_token = per_token * is_weights
     kl = torch.zeros_like(per_token)
     if ref_logprobs is not None and kl_coef > 0:
-        d = ref_logprobs - new_logprobs
-        kl = torch.exp(d) - d - 1.0
+        log_ratio = ref_logprobs - new_logprobs
+        kl = torch.exp(log_ratio) - log_ratio - 1.0
         per_token = per_token + kl_coef * kl
     denom = float(normalizer) if normalizer is not None else float(w.sum().item())
     denom = max(denom, 1e-8)

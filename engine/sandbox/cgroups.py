@@ -101,19 +101,19 @@ class RunCgroup:
 
     @property
     def procs_files(self) -> list[str]:
-        return [str(d / "cgroup.procs") for d in self.dirs.values()]
+        return [str(folder / "cgroup.procs") for folder in self.dirs.values()]
 
     def features(self) -> dict[str, bool]:
         return {f"cgroup_{c}": c in self.dirs for c in CONTROLLERS}
 
     def pids(self) -> list[int]:
-        d = self.dirs.get("pids") or self.dirs.get("memory") or self.dirs.get("cpuacct")
-        text = _read(d / "cgroup.procs") if d else None
+        folder = self.dirs.get("pids") or self.dirs.get("memory") or self.dirs.get("cpuacct")
+        text = _read(folder / "cgroup.procs") if folder else None
         return [int(p) for p in text.split()] if text else []
 
     def pids_limit_hit(self) -> bool:
-        d = self.dirs.get("pids")
-        text = _read(d / "pids.events") if d else None
+        folder = self.dirs.get("pids")
+        text = _read(folder / "pids.events") if folder else None
         if not text:
             return False
         for line in text.splitlines():

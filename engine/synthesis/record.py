@@ -22,30 +22,31 @@ def _count_rows(path: Path) -> int | None:
     return len(pd.read_csv(path, usecols=[0]))
 
 
-def store_environment(store: Store, st: dict[str, Any], *, seed: dict[str, Any], run_id: str, backend: str, status: str,
-                      reason: str) -> str:
+def store_environment(store: Store, state: dict[str, Any], *, seed: dict[str, Any], run_id: str, backend: str,
+                      status: str, reason: str) -> str:
     """Write env.json, move the build folder to its place (``final_dir``) and turn the reserved row into the
     environment's row with its files and leaderboard, in one transaction."""
-    env_id, env_dir, final_dir = st["env_id"], Path(st["env_dir"]), Path(st["final_dir"])
-    bp = st.get("blueprint")
-    spec = st.get("spec")
-    scenario = st.get("scenario") or {}
-    verdict = st.get("verdict")
+    env_id, env_dir, final_dir = state["env_id"], Path(state["env_dir"]), Path(state["final_dir"])
+    blueprint = state.get("blueprint")
+    spec = state.get("spec")
+    scenario = state.get("scenario") or {}
+    verdict = state.get("verdict")
     board = verdict.leaderboard if verdict is not None and status == "verified" else []
     thresholds = verdict.thresholds if verdict is not None and status == "verified" else None
-    verification = {"report": verdict.report if verdict is not None else {}, "proof": st.get("proof"),
-                    "knobs": st.get("knobs")}
+    verification = {"report": verdict.report if verdict is not None else {}, "proof": state.get("proof"),
+                    "knobs": state.get("knobs")}
     row = {
         "id": env_id, "seed_id": seed["id"], "run_id": run_id,
         "title": scenario.get("title") or f"{seed['title']} (rejected draft)", "status": status,
         "reason": reason or None, "split": "train",
-        "modality": bp.modality if bp else seed["modality"], "task_type": bp.task_type if bp else seed["task_type"],
+        "modality": blueprint.modality if blueprint else seed["modality"],
+        "task_type": blueprint.task_type if blueprint else seed["task_type"],
         "metric": spec.metric if spec else seed["metric"],
         "lower_is_better": int(spec.lower_is_better if spec else seed["lower_is_better"]),
         "id_column": spec.id_column if spec else seed["id_column"],
         "target_columns": spec.target_columns if spec else seed["target_columns"],
         "n_train": _count_rows(env_dir / "public" / "train.csv"), "n_test": _count_rows(env_dir / "public" / "test.csv"),
-        "backend": backend, "rng_seed": st.get("data_seed"), "blueprint": bp.to_dict() if bp else {},
+        "backend": backend, "rng_seed": state.get("data_seed"), "blueprint": blueprint.to_dict() if blueprint else {},
         "scenario": scenario, "thresholds": thresholds, "verification": verification, "dir": str(final_dir),
         "fingerprint": fingerprint(scenario) if scenario else None,
     }
