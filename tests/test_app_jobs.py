@@ -270,3 +270,24 @@ async def test_a_job_left_running_reports_its_end_to_the_next_session(seeded_sto
         await wait_for(pilot, lambda: not adopted.running, timeout=30)
         assert seeded_store.runs.get(job.run_id)["status"] == "done"
         assert adopted.status == "done"
+
+
+@pytest.mark.slow
+async def test_an_eval_job_is_one_eval_run_on_the_eval_screen(store):
+    from workbench.demo import populate
+
+    populate(store)
+    before = {r["id"] for r in store.runs.list(kind="eval")}
+    app = Workbench(store=store, poll_s=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        job = app.launch_job("eval", ["eval", "--policy", "scripted", "--scaffold", "oneshot", "--envs", "env-tab-000",
+                                      "--name", "scripted oneshot", "--json"], "eval scripted")
+        await wait_for(pilot, lambda: not job.running, timeout=240)
+        row = store.runs.get(job.run_id)
+        assert row["status"] == "done", job.log_path.read_text()[-2000:]
+        assert {r["id"] for r in store.runs.list(kind="eval")} - before == {job.run_id}  # no second run
+        assert row["name"] == "scripted oneshot" and row["config"]["scaffold"] == "oneshot"
+        assert len(store.runs.eval_results(job.run_id)) == 1
+        await goto(pilot, "5")
+        runs = app.screen.query_one("#eval-runs", DataTable)
+        assert str(runs.get_row_at(runs.get_row_index(job.run_id))[0]) == "scripted oneshot"
