@@ -47,7 +47,7 @@ async def test_environments_filter_detail_preview_and_export(demo):
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EnvDetailScreen" and app.screen.ready)
         detail = app.screen
-        await pilot.press("2")
+        await pilot.press("right_square_bracket")  # the next tab: Data
         await pilot.pause(0.3)
         assert detail.query_one("#env-tabs", TabbedContent).active == "tab-data"
         train = detail.query_one("#preview-train")

@@ -47,7 +47,7 @@ async def settle(pilot) -> None:
 @pytest.mark.parametrize("name,keys", [
     ("seeds", []),
     ("environments", ["2"]),
-    ("environment_data", ["2", "enter", "2"]),
+    ("environment_data", ["2", "enter", "right_square_bracket"]),
     ("sandbox", ["3"]),
     ("training", ["4"]),
     ("rollout_turns", ["4", "enter", "tab"]),

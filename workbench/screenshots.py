@@ -12,7 +12,7 @@ from pathlib import Path
 SHOTS = {  # file stem → keys pressed after the app opened
     "seeds": [],
     "environments": ["2"],
-    "environment-data": ["2", "enter", "2"],
+    "environment-data": ["2", "enter", "right_square_bracket"],
     "sandbox": ["3"],
     "training": ["4"],
     "rollout-turns": ["4", "enter", "tab"],

@@ -83,11 +83,9 @@ class EnvDetailScreen(BaseScreen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="env.back"),
         Binding("x", "export", "Export", id="env.export"),
-        Binding("1", "tab('tab-overview')", "Overview", show=False, id="env.tab_overview"),
-        Binding("2", "tab('tab-data')", "Data", show=False, id="env.tab_data"),
-        Binding("3", "tab('tab-board')", "Leaderboard", show=False, id="env.tab_board"),
-        Binding("4", "tab('tab-verify')", "Verification", show=False, id="env.tab_verify"),
-        Binding("5", "tab('tab-generator')", "Generator", show=False, id="env.tab_generator"),
+        Binding("right_square_bracket", "tab(1)", "Next tab", id="env.next_tab",
+                tooltip="Overview, Data, Board, Verify, Generator"),
+        Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False, id="env.prev_tab"),
     ]
 
     def __init__(self, env_id: str, **kwargs):
@@ -164,8 +162,11 @@ class EnvDetailScreen(BaseScreen):
         self.query_one("#preview-train", DatasetPreview).show(public / "train.csv" if public else None, targets)
         self.query_one("#preview-test", DatasetPreview).show(public / "test.csv" if public else None, [])
 
-    def action_tab(self, tab: str) -> None:
-        self.query_one("#env-tabs", TabbedContent).active = tab
+    def action_tab(self, delta: int) -> None:
+        """The next (or previous) tab; the number keys stay the screens' keys, as everywhere."""
+        tabs = self.query_one("#env-tabs", TabbedContent)
+        ids = [pane.id for pane in tabs.query(TabPane)]
+        tabs.active = ids[(ids.index(tabs.active) + delta) % len(ids)]
 
     def action_export(self) -> None:
         export_env(self, self.env_id)
