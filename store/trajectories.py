@@ -125,9 +125,26 @@ class Trajectories(Repo):
     def list(
         self, *, run_id: str | None = None, env_id: str | None = None, group_id: str | None = None,
         policy: str | None = None, min_reward: float | None = None, step: int | None = None,
-        limit: int | None = None,
+        limit: int | None = None, offset: int = 0,
     ) -> list[Trajectory]:
         """Trajectories without their turns (``n_turns`` says how many), oldest first."""
+        where, params = self._where(run_id=run_id, env_id=env_id, group_id=group_id, policy=policy,
+                                    min_reward=min_reward, step=step)
+        sql = "SELECT * FROM trajectories" + where + " ORDER BY created_at, id"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
+        return [self._record(r) for r in self.decode_all(self.store.query(sql, params))]
+
+    def count(self, *, run_id: str | None = None, env_id: str | None = None, group_id: str | None = None,
+              policy: str | None = None, min_reward: float | None = None) -> int:
+        where, params = self._where(run_id=run_id, env_id=env_id, group_id=group_id, policy=policy,
+                                    min_reward=min_reward)
+        return int(self.store.query("SELECT COUNT(*) AS n FROM trajectories" + where, params)[0]["n"])
+
+    @staticmethod
+    def _where(*, run_id: str | None = None, env_id: str | None = None, group_id: str | None = None,
+               policy: str | None = None, min_reward: float | None = None,
+               step: int | None = None) -> tuple[str, tuple[str | int | float, ...]]:
         where: list[str] = []
         params: list[str | int | float] = []
         for col, val in (("run_id", run_id), ("env_id", env_id), ("group_id", group_id), ("policy", policy),
@@ -138,15 +155,7 @@ class Trajectories(Repo):
         if min_reward is not None:
             where.append("reward >= ?")
             params.append(min_reward)
-        sql = "SELECT * FROM trajectories" + (" WHERE " + " AND ".join(where) if where else "")
-        sql += " ORDER BY created_at, id"
-        if limit is not None:
-            sql += f" LIMIT {int(limit)}"
-        return [self._record(r) for r in self.decode_all(self.store.query(sql, tuple(params)))]
-
-    def count(self, *, run_id: str | None = None, env_id: str | None = None, group_id: str | None = None,
-              policy: str | None = None, min_reward: float | None = None) -> int:
-        return len(self.list(run_id=run_id, env_id=env_id, group_id=group_id, policy=policy, min_reward=min_reward))
+        return (" WHERE " + " AND ".join(where) if where else ""), tuple(params)
 
     def groups(self, run_id: str, step: int) -> dict[str, str]:
         """Group id → environment id of the groups already started in a step of a run."""

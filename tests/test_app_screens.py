@@ -401,3 +401,23 @@ async def test_eval_compare_two_runs_per_environment(demo):
         await pilot.press("escape")  # back to the selected run's own results
         await pilot.pause()
         assert screen.versus is None and [c.label.plain for c in results.columns.values()][2] == "valid"
+
+
+async def test_rollouts_of_a_long_run_are_paged(demo):
+    store, ids = demo
+    for k in range(150):
+        store.trajectories.add({"id": f"traj-many-{k:03d}", "run_id": "grpo-demo", "env_id": "env-tab-001",
+                                "policy": "hf:tiny", "scaffold": "react", "status": "done", "reward": 0.1,
+                                "created_at": f"2026-11-30T06:{k // 60:02d}:{k % 60:02d}.000+00:00"}, [])
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "4")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrajectoriesScreen" and app.screen.ready)
+        table = app.screen.query_one("#traj-table", DataTable)
+        info = app.screen.query_one("#traj-info")
+        assert table.row_count == 100 and "1–100 of 152" in static_text(info)
+        await pilot.press("right_square_bracket")
+        await pilot.pause()
+        assert table.row_count == 52 and "101–152 of 152" in static_text(info)
+        assert [r.value for r in table.rows][-1] == "traj-many-149"

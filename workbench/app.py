@@ -233,7 +233,10 @@ class Workbench(App):
 def _prewarm() -> None:
     import importlib
 
-    for name in ("pandas", "pygments.lexers.python", "pygments.lexers.shell"):
+    from .widgets.trajectory_view import code_highlighter
+
+    code_highlighter()  # the rollout view's Python lexer (compiling its regexes takes ~0.1 s)
+    for name in ("pandas", "pygments.lexers.shell"):
         try:
             importlib.import_module(name)
         except ImportError:

@@ -13,6 +13,9 @@ from ..widgets.trajectory_view import TrajectoryView
 from .base import BaseScreen, fill_table, selected_key
 
 
+PAGE = 100  # rollouts listed at once; a GRPO run has thousands
+
+
 def short_group(group_id: str | None) -> str:
     """'grpo-1a2b3c/s00007/g01' → 's00007/g01' (the run is the screen's)."""
     return (group_id or "").split("/", 1)[-1][-10:]
@@ -31,6 +34,8 @@ class TrajectoriesScreen(BaseScreen):
         super().__init__(**kwargs)
         self.run_id, self.env_id = run_id, env_id
         self.partner: str | None = None
+        self.page_start = 0
+        self.total = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -63,7 +68,9 @@ class TrajectoriesScreen(BaseScreen):
 
     def reload(self) -> None:
         keep = selected_key(self.table)
-        self.rows = {t.id: t for t in self.store.trajectories.list(run_id=self.run_id, env_id=self.env_id, limit=2000)}
+        self.total = self.store.trajectories.count(run_id=self.run_id, env_id=self.env_id)
+        self.rows = {t.id: t for t in self.store.trajectories.list(run_id=self.run_id, env_id=self.env_id,
+                                                                   limit=PAGE, offset=self.page_start)}
         fill_table(self.table, [
             (t.id, (short_id(t.id, 12), short_id(t.env_id, 24), short_group(t.group_id), f"{t.reward:.3f}", t.n_turns,
                     t.status))
@@ -81,8 +88,10 @@ class TrajectoriesScreen(BaseScreen):
         if self.partner is not None:
             self.show_partner(key)
         else:
+            end = self.page_start + len(self.rows)
+            paging = f"{self.page_start + 1}–{end} of {self.total:,} ([ ])" if self.total > PAGE else f"{self.total}"
             self.query_one("#traj-info", Static).update(
-                f"{len(self.rows)} rollouts · tab/enter: read the turns · c: compare within the group")
+                f"{paging} rollouts · tab/enter: read the turns · c: compare within the group")
 
     def group_mates(self, key: str) -> list[str]:
         group = self.rows[key].group_id
@@ -126,6 +135,13 @@ class TrajectoriesScreen(BaseScreen):
             self.partner = mates[(mates.index(self.partner) + 1) % len(mates)]
         self.partner = self.partner or (mates[0] if mates else None)
         self.show_partner(key)
+
+    def action_page(self, delta: int) -> None:
+        new = self.page_start + delta * PAGE
+        if 0 <= new < max(1, self.total):
+            self.page_start = new
+            self.reload()
+            self.table.move_cursor(row=0)
 
     def action_back(self) -> None:
         if self.partner is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from rich.markup import escape
 from rich.syntax import Syntax
@@ -26,7 +27,15 @@ OBS_HEAD, OBS_TAIL = 8, 3  # observation lines shown before and after the cut
 FIRST_TURNS = 3  # turns laid out before the first paint (more than a screenful); the rest follow at once
 _CALL = re.compile(r"<tool_call>.*?(</tool_call>|$)|<answer>.*?(</answer>|$)", re.S)
 _THINK_TAGS = re.compile(r"</?think>")
-CODE = Syntax("", "python", theme="ansi_dark", background_color="default")  # highlights code into Text
+
+
+@cache
+def code_highlighter() -> Syntax:
+    """One Python highlighter (building a pygments lexer compiles its regexes: ~0.1 s; the app does it early, in
+    a thread)."""
+    from pygments.lexers.python import PythonLexer
+
+    return Syntax("", PythonLexer(), theme="ansi_dark", background_color="default")
 
 
 def medal_of(grade: dict[str, JSON]) -> str:
@@ -128,7 +137,7 @@ def step_renderable(step: Step) -> Text:
         parts.append(Text(said, style="italic"))
     code = step.assistant.code or (step.tool.code if step.tool is not None else None)
     if code:
-        highlighted = CODE.highlight(code)
+        highlighted = code_highlighter().highlight(code)
         highlighted.rstrip()
         parts.append(highlighted)
     if step.tool is not None:
