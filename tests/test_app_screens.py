@@ -406,9 +406,9 @@ async def test_eval_compare_two_runs_per_environment(demo):
 async def test_rollouts_of_a_long_run_are_paged(demo):
     store, ids = demo
     for k in range(150):
-        store.trajectories.add({"id": f"traj-many-{k:03d}", "run_id": "grpo-demo", "env_id": "env-tab-001",
-                                "policy": "hf:tiny", "scaffold": "react", "status": "done", "reward": 0.1,
-                                "created_at": f"2026-11-30T06:{k // 60:02d}:{k % 60:02d}.000+00:00"}, [])
+        store.trajectories.add(Trajectory(id=f"traj-many-{k:03d}", run_id="grpo-demo", env_id="env-tab-001",
+                                          policy="hf:tiny", scaffold="react", reward=0.1,
+                                          created_at=f"2026-11-30T06:{k // 60:02d}:{k % 60:02d}.000+00:00"))
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
         await goto(pilot, "4")

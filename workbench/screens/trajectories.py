@@ -27,7 +27,10 @@ class TrajectoriesScreen(BaseScreen):
         Binding("escape", "back", "Back", id="traj.back", tooltip="Leave compare mode, then the rollouts"),
         Binding("c", "compare", "Compare", id="traj.compare",
                 tooltip="Another rollout of the same group side by side (again: the next one)"),
-        Binding("tab", "app.focus_next", "Turns", show=False, id="traj.next_pane", tooltip="Move between the table and the turns"),
+        Binding("tab", "app.focus_next", "Turns", show=False, id="traj.next_pane",
+                tooltip="Move between the table and the turns"),
+        Binding("right_square_bracket", "page(1)", "Next page", show=False, id="traj.next_page"),
+        Binding("left_square_bracket", "page(-1)", "Prev page", show=False, id="traj.prev_page"),
     ]
 
     def __init__(self, run_id: str | None = None, env_id: str | None = None, **kwargs):
