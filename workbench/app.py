@@ -164,7 +164,7 @@ class Workbench(App):
         self._last_reload = time.monotonic()
         self._stale = False
         screen = self.screen
-        if isinstance(screen, BaseScreen) and screen.is_mounted:
+        if isinstance(screen, BaseScreen) and screen.loaded_version >= 0:  # it has loaded once: composed
             screen.refresh_data()
 
     def action_refresh_screen(self) -> None:
