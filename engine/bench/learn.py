@@ -155,115 +155,145 @@ def _fmt(rate: dict[str, float | None]) -> str:
     return "n/a" if mean is None else f"{mean:.3f} ± {sem or 0.0:.3f}"
 
 
+class _Phases:
+    """Wall time of each phase of the benchmark, logged as it ends."""
+
+    def __init__(self, log: Callable[[str], None]):
+        self.log = log
+        self.start = self._t0 = time.monotonic()
+        self.timings: dict[str, float] = {}
+
+    def begin(self) -> None:
+        self._t0 = time.monotonic()
+
+    def end(self, name: str) -> None:
+        self.timings[name] = round(time.monotonic() - self._t0, 1)
+        self.log(f"{name}: {self.timings[name]:.0f}s (total {self.elapsed():.0f}s)")
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+
+def build_model(bs: Store, plan: LearnPlan, root: Path, train_ids: list[str], seed: int) -> Path:
+    """The tiny model; its tokenizer learns the training environments' task prompts too (never the held-out ones)."""
+    corpus = default_corpus() + [task_prompt(EnvSpec.from_store(bs, e).public) for e in train_ids]
+    return build_tiny_model(root / "tiny", corpus=corpus, hidden=plan.hidden, layers=plan.layers,
+                            extra_tokens=macro_tokens((plan.max_turns,)), seed=seed, init_std=plan.hidden ** -0.5)
+
+
+def train_sft(bs: Store, plan: LearnPlan, model_dir: Path, demo_run: str, seed: int) -> tuple[SFTRun, dict[str, Any]]:
+    sft = SFTRun(bs, SFTConfig(model=str(model_dir), source_run=demo_run, min_reward=0.2, epochs=plan.sft_epochs,
+                               batch_size=2, lr=1e-2, lora_r=16, lora_alpha=32, save_every=10_000,
+                               max_seq_len=2048, seed=seed, name="sft", lora_modules_to_save=["norm"]))
+    return sft, sft.train()
+
+
+def train_grpo(bs: Store, plan: LearnPlan, model_dir: Path, sft: SFTRun, sft_adapter: str, seed: int,
+               phases: _Phases) -> tuple[GRPOTrainer, dict[str, Any]]:
+    """GRPO from the SFT adapter, stopped early when the time budget needs the rest for the evaluations."""
+    reserve = 0.45 * plan.budget_s  # leave time for the four evaluations
+    cfg = GRPOConfig(model=str(model_dir), adapter=sft_adapter, steps=plan.grpo_steps,
+                     envs_per_step=plan.envs_per_step, group_size=plan.group_size, env_split="train",
+                     max_turns=plan.max_turns, max_new_tokens=plan.max_new_tokens, lr=plan.grpo_lr, lora_r=16,
+                     temperature=plan.temperature,
+                     lora_alpha=32, lora_modules_to_save=["norm"], micro_batch=2, max_seq_len=2048,
+                     save_every=max(1, plan.grpo_steps // 3), rollout_workers=2,
+                     step_timeout_s=120, episode_timeout_s=600, seed=seed, name="grpo")
+    trainer = GRPOTrainer(bs, cfg, parent_id=sft.run_id)
+
+    def on_step(step: int, m: dict) -> None:
+        phases.log(f"grpo step {step}: reward {m['reward_mean']:.3f} medal {m['medal_rate']:.2f} valid "
+                   f"{m['valid_rate']:.2f} skipped {m['skipped_groups']:.0f} ({m['step_s']:.0f}s)")
+        if phases.elapsed() > plan.budget_s - reserve:
+            phases.log("time budget: stopping GRPO early")
+            trainer.request_stop()
+
+    trainer.on_step = on_step
+    return trainer, trainer.train()
+
+
+def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, adapters: dict[str, str], heldout_ids: list[str],
+             log: Callable[[str], None]) -> dict[tuple[str, str], Any]:
+    """(label, scaffold) → eval report of each adapter on the held-out environments, in react and the unseen one."""
+    envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
+    reports: dict[tuple[str, str], Any] = {}
+    for label, adapter in adapters.items():
+        spec = (f"hf:{model_dir},adapter={adapter},max_new_tokens={plan.max_new_tokens},"
+                f"temperature={plan.temperature}")
+        for scaffold in ("react", plan.unseen):
+            rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=plan.eval_seeds,
+                           max_turns=plan.max_turns if scaffold == "react" else None, step_timeout_s=120,
+                           episode_timeout_s=600, workers=2, name=f"{label} {scaffold}")
+            reports[(label, scaffold)] = rep
+            log(f"eval {label} {scaffold}: medal {_fmt(rep.summary['any_medal'])} valid "
+                f"{_fmt(rep.summary['valid'])}")
+    return reports
+
+
+def report_rows(reports: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
+    rows = []
+    for (label, scaffold), rep in reports.items():
+        s = rep.summary
+        rows.append({"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
+                     "episodes": rep.n_episodes, "medal_rate": _fmt(s["any_medal"]),
+                     "valid_rate": _fmt(s["valid"]), "human_rank": _fmt(s["human_rank"]),
+                     "reward": _fmt(s["reward"])})
+    return rows
+
+
+def gain(reports: dict[tuple[str, str], Any], scaffold: str) -> dict[str, Any]:
+    """SFT+GRPO against SFT in one scaffold: medal rates, their ratio and gain, HumanRank difference."""
+    a = reports[("SFT", scaffold)].summary["any_medal"]["mean"]
+    b = reports[("SFT+GRPO", scaffold)].summary["any_medal"]["mean"]
+    hr_a = reports[("SFT", scaffold)].summary["human_rank"]["mean"]
+    hr_b = reports[("SFT+GRPO", scaffold)].summary["human_rank"]["mean"]
+    return {"sft_medal": a, "grpo_medal": b, "ratio": (b / a) if a > 0 else None,
+            "relative_gain": (b / a - 1) if a > 0 else None, "human_rank_delta": hr_b - hr_a}
+
+
 def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0, workdir: str | None = None,
         results_dir: str | Path, progress: Callable[[str], None] | None = None, **_: Any) -> BenchResult:
     plan = plan or (QUICK if quick else FULL)
-    log = progress or _log
-    t_start = time.monotonic()
+    phases = _Phases(progress or _log)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{stamp}"
     root.mkdir(parents=True, exist_ok=True)
     bench_run = store.runs.create("bench", {"bench": "learn", "quick": quick, "plan": asdict(plan),
                                             "workdir": str(root)}, name="bench learn")
-    timings: dict[str, float] = {}
-
-    def phase(name: str, t0: float) -> None:
-        timings[name] = round(time.monotonic() - t0, 1)
-        log(f"{name}: {timings[name]:.0f}s (total {time.monotonic() - t_start:.0f}s)")
-
     bs = Store(root / "sandmle.db")
     try:
-        t0 = time.monotonic()
         train_ids, heldout_ids = make_envs(bs, plan, seed)
-        phase("synthesis", t0)
-
-        t0 = time.monotonic()
-        # the tokenizer learns the training environments' task prompts too (never the held-out ones)
-        corpus = default_corpus() + [task_prompt(EnvSpec.from_store(bs, e).public) for e in train_ids]
-        model_dir = build_tiny_model(root / "tiny", corpus=corpus, hidden=plan.hidden, layers=plan.layers,
-                                     extra_tokens=macro_tokens((plan.max_turns,)), seed=seed,
-                                     init_std=plan.hidden ** -0.5)
+        phases.end("synthesis")
+        phases.begin()
+        model_dir = build_model(bs, plan, root, train_ids, seed)
         demo_run, demo_stats = collect_demos(bs, plan, train_ids)
-        phase("demos", t0)
-        log(f"demos: {demo_stats}")
-
-        t0 = time.monotonic()
-        sft = SFTRun(bs, SFTConfig(model=str(model_dir), source_run=demo_run, min_reward=0.2, epochs=plan.sft_epochs,
-                                   batch_size=2, lr=1e-2, lora_r=16, lora_alpha=32, save_every=10_000,
-                                   max_seq_len=2048, seed=seed, name="sft", lora_modules_to_save=["norm"]))
-        sft_summary = sft.train()
-        phase("sft", t0)
-        sft_adapter = sft_summary["adapter"]
-
-        t0 = time.monotonic()
-        reserve = 0.45 * plan.budget_s  # leave time for the four evaluations
-        gcfg = GRPOConfig(model=str(model_dir), adapter=sft_adapter, steps=plan.grpo_steps,
-                          envs_per_step=plan.envs_per_step, group_size=plan.group_size, env_split="train",
-                          max_turns=plan.max_turns, max_new_tokens=plan.max_new_tokens, lr=plan.grpo_lr, lora_r=16,
-                          temperature=plan.temperature,
-                          lora_alpha=32, lora_modules_to_save=["norm"], micro_batch=2, max_seq_len=2048,
-                          save_every=max(1, plan.grpo_steps // 3), rollout_workers=2,
-                          step_timeout_s=120, episode_timeout_s=600, seed=seed, name="grpo")
-        trainer = GRPOTrainer(bs, gcfg, parent_id=sft.run_id)
-
-        def on_step(step: int, m: dict) -> None:
-            log(f"grpo step {step}: reward {m['reward_mean']:.3f} medal {m['medal_rate']:.2f} valid "
-                f"{m['valid_rate']:.2f} skipped {m['skipped_groups']:.0f} ({m['step_s']:.0f}s)")
-            if time.monotonic() - t_start > plan.budget_s - reserve:
-                log("time budget: stopping GRPO early")
-                trainer.request_stop()
-
-        trainer.on_step = on_step
-        grpo_summary = trainer.train()
-        phase("grpo", t0)
-        grpo_adapter = grpo_summary["adapter"]
-
-        t0 = time.monotonic()
-        envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
-        reports: dict[tuple[str, str], Any] = {}
-        for label, adapter in (("SFT", sft_adapter), ("SFT+GRPO", grpo_adapter)):
-            spec = (f"hf:{model_dir},adapter={adapter},max_new_tokens={plan.max_new_tokens},"
-                    f"temperature={plan.temperature}")
-            for scaffold in ("react", plan.unseen):
-                rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=plan.eval_seeds,
-                               max_turns=plan.max_turns if scaffold == "react" else None, step_timeout_s=120,
-                               episode_timeout_s=600, workers=2, name=f"{label} {scaffold}")
-                reports[(label, scaffold)] = rep
-                log(f"eval {label} {scaffold}: medal {_fmt(rep.summary['any_medal'])} valid "
-                    f"{_fmt(rep.summary['valid'])}")
-        phase("eval", t0)
-
-        rows = []
-        for (label, scaffold), rep in reports.items():
-            s = rep.summary
-            rows.append({"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
-                         "episodes": rep.n_episodes, "medal_rate": _fmt(s["any_medal"]),
-                         "valid_rate": _fmt(s["valid"]), "human_rank": _fmt(s["human_rank"]),
-                         "reward": _fmt(s["reward"])})
-
-        def gain(scaffold: str) -> dict[str, Any]:
-            a = reports[("SFT", scaffold)].summary["any_medal"]["mean"]
-            b = reports[("SFT+GRPO", scaffold)].summary["any_medal"]["mean"]
-            hr_a = reports[("SFT", scaffold)].summary["human_rank"]["mean"]
-            hr_b = reports[("SFT+GRPO", scaffold)].summary["human_rank"]["mean"]
-            return {"sft_medal": a, "grpo_medal": b, "ratio": (b / a) if a > 0 else None,
-                    "relative_gain": (b / a - 1) if a > 0 else None, "human_rank_delta": hr_b - hr_a}
+        phases.end("demos")
+        phases.log(f"demos: {demo_stats}")
+        phases.begin()
+        sft, sft_summary = train_sft(bs, plan, model_dir, demo_run, seed)
+        phases.end("sft")
+        phases.begin()
+        trainer, grpo_summary = train_grpo(bs, plan, model_dir, sft, sft_summary["adapter"], seed, phases)
+        phases.end("grpo")
+        phases.begin()
+        reports = evaluate(bs, plan, model_dir, {"SFT": sft_summary["adapter"], "SFT+GRPO": grpo_summary["adapter"]},
+                           heldout_ids, phases.log)
+        phases.end("eval")
 
         metrics = bs.runs.metrics(trainer.run_id)
-        out_dir = Path(results_dir)
-        png = plot_rewards(metrics, out_dir / ("learn_reward_quick.png" if quick else "learn_reward.png"),
+        png = plot_rewards(metrics, Path(results_dir) / ("learn_reward_quick.png" if quick else "learn_reward.png"),
                            sft_medal=reports[("SFT", "react")].summary["any_medal"]["mean"])
-        react, unseen = gain("react"), gain(plan.unseen)
-        skipped = sum(v for _, v in metrics.get("skipped_groups", []))
-        groups = sum(v for _, v in metrics.get("groups", []))
+        react, unseen = gain(reports, "react"), gain(reports, plan.unseen)
         summary = {
             "react": react, "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
             "target_medal_ratio_1_2_met": bool(react["ratio"] is not None and react["ratio"] >= 1.2),
             "unseen_scaffold_gain": bool(unseen["grpo_medal"] > unseen["sft_medal"]),
             "train_envs": train_ids, "heldout_envs": heldout_ids, **demo_stats,
             "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
-            "grpo_steps_done": grpo_summary["steps_done"], "grpo_skipped_groups": skipped, "grpo_groups": groups,
-            "timings_s": timings, "total_s": round(time.monotonic() - t_start, 1), "plot": str(png),
+            "grpo_steps_done": grpo_summary["steps_done"],
+            "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
+            "grpo_groups": sum(v for _, v in metrics.get("groups", [])),
+            "timings_s": phases.timings, "total_s": round(phases.elapsed(), 1), "plot": str(png),
             "store": str(root / "sandmle.db"),
         }
         notes = [
@@ -273,7 +303,7 @@ def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int 
             f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
         ]
         store.runs.finish(bench_run, "done", summary=summary)
-        return BenchResult(name="learn", rows=rows, summary=summary, notes=notes)
+        return BenchResult(name="learn", rows=report_rows(reports), summary=summary, notes=notes)
     except BaseException as exc:
         store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -220,34 +220,34 @@ def regression_values(cfg, raw):
     return out
 
 
-def build_tabular(cfg, n_train, n_test, mrng, drng):
+def build_tabular(cfg, n_train, n_test, model_rng, data_rng):
     task = cfg["task_type"]
     K = len(cfg["classes"]) if cfg.get("classes") else 0
     if task == "multilabel":
         K = len(cfg["target_columns"])
     heads = {"binary": 1, "ordinal": 1, "multiclass": K, "multilabel": K}.get(task, len(cfg["target_columns"]))
-    model = TabularModel(cfg, heads, mrng)
+    model = TabularModel(cfg, heads, model_rng)
     temporal = cfg.get("temporal")
     splits = []
     if task == "multiclass" and K > 8:
-        return build_prototypes(cfg, model, K, n_train, n_test, mrng, drng)
+        return build_prototypes(cfg, model, K, n_train, n_test, model_rng, data_rng)
     for part, n, shift in (("train", n_train, 0.0), ("test", n_test, float(cfg.get("shift", 0.0)))):
         lo, hi = (0.0, 0.78) if part == "train" else (0.78, 1.0)
         pool_n = max(4 * n, 400)
         for _ in range(40):
-            t = np.sort(drng.uniform(lo, hi, size=pool_n)) if temporal else None
-            u, cats, codes, z = model.draw(pool_n, drng, shift=shift, t=t)
-            y = make_labels(cfg, z, drng)
+            t = np.sort(data_rng.uniform(lo, hi, size=pool_n)) if temporal else None
+            u, cats, codes, z = model.draw(pool_n, data_rng, shift=shift, t=t)
+            y = make_labels(cfg, z, data_rng)
             if task in ("binary", "multiclass", "ordinal"):
-                y = flip_labels(y, max(K, 2), float(cfg.get("label_noise", 0.0)), drng)
+                y = flip_labels(y, max(K, 2), float(cfg.get("label_noise", 0.0)), data_rng)
                 q = quotas(cfg["class_priors"], n, 3 if part == "train" else 2)
                 try:
-                    idx = pick_by_quota(y, q, drng)
+                    idx = pick_by_quota(y, q, data_rng)
                     break
                 except RuntimeError:
                     pool_n *= 2
                     continue
-            idx = drng.choice(pool_n, size=n, replace=False)
+            idx = data_rng.choice(pool_n, size=n, replace=False)
             if task == "multilabel" and (y[idx].sum(axis=0) < 3).any():
                 continue
             break
@@ -266,18 +266,18 @@ def build_tabular(cfg, n_train, n_test, mrng, drng):
     return splits
 
 
-def build_prototypes(cfg, model, K, n_train, n_test, mrng, drng):
+def build_prototypes(cfg, model, K, n_train, n_test, model_rng, data_rng):
     """Many classes (species-like): each class has a prototype over a subset of the features; rows scatter
     around their class prototype."""
-    proto = mrng.normal(size=(K, model.p)) * (mrng.random(model.p) < 0.6)
+    proto = model_rng.normal(size=(K, model.p)) * (model_rng.random(model.p) < 0.6)
     sep = 0.55 * float(cfg["signal"])
     splits = []
     for part, n in (("train", n_train), ("test", n_test)):
         q = quotas(cfg["class_priors"], n, 3 if part == "train" else 2)
-        y = drng.permutation(np.repeat(np.arange(K), q))
-        u = proto[y] * sep + drng.normal(size=(n, model.p))
-        cats = [drng.choice(len(c["levels"]), size=n, p=pr) for c, pr in zip(model.categorical, model.cat_probs)]
-        y = flip_labels(y, K, float(cfg.get("label_noise", 0.0)), drng)
+        y = data_rng.permutation(np.repeat(np.arange(K), q))
+        u = proto[y] * sep + data_rng.normal(size=(n, model.p))
+        cats = [data_rng.choice(len(c["levels"]), size=n, p=pr) for c, pr in zip(model.categorical, model.cat_probs)]
+        y = flip_labels(y, K, float(cfg.get("label_noise", 0.0)), data_rng)
         frame = model.frame(u, cats, None, [""] * n, cfg)
         if model.code:
             frame = frame.drop(columns=[model.code["name"]], errors="ignore")
@@ -379,57 +379,57 @@ def multilabel_text(labels, cfg, rng, n_words):
     return sentence_case(words) + "."
 
 
-def build_text(cfg, n_train, n_test, mrng, drng):
+def build_text(cfg, n_train, n_test, model_rng, data_rng):
     task = cfg["task_type"]
     tx = cfg["text"]
     K = len(cfg["target_columns"]) if task == "multilabel" else (len(cfg["classes"]) if cfg.get("classes") else 0)
     tab = cfg.get("tabular") or {}
     has_numeric = bool(tab.get("numeric"))
-    delta = mrng.normal(size=len(tab["numeric"])) * 0.8 if has_numeric else None
+    delta = model_rng.normal(size=len(tab["numeric"])) * 0.8 if has_numeric else None
     splits = []
     for part, n in (("train", n_train), ("test", n_test)):
         if task == "multilabel":
             heads = K
-            zs = drng.normal(size=(n * 4, 1)) * 0.9 + drng.normal(size=(n * 4, heads))
+            zs = data_rng.normal(size=(n * 4, 1)) * 0.9 + data_rng.normal(size=(n * 4, heads))
             for _ in range(60):
                 b = -np.quantile(zs, 1 - np.asarray(cfg["class_priors"]), axis=0).diagonal()
                 y_all = (zs + b > 0).astype(int)
                 for child, parent in cfg.get("implies", []):
                     y_all[:, child] *= y_all[:, parent]
-                idx = drng.choice(len(zs), size=n, replace=False)
+                idx = data_rng.choice(len(zs), size=n, replace=False)
                 y = y_all[idx]
                 if (y.sum(axis=0) >= 3).all():
                     break
-            texts = [multilabel_text(row, cfg, drng, int(max(6, drng.normal(tx["mean_len"], tx["mean_len"] / 3))))
-                     for row in y]
+            texts = [multilabel_text(row, cfg, data_rng,
+                                     int(max(6, data_rng.normal(tx["mean_len"], tx["mean_len"] / 3)))) for row in y]
         else:
             q = quotas(cfg["class_priors"], n, 3 if part == "train" else 2)
-            y = drng.permutation(np.repeat(np.arange(len(q)), q))
-            y = flip_labels(y, max(K, 2), float(cfg.get("label_noise", 0.0)), drng)
+            y = data_rng.permutation(np.repeat(np.arange(len(q)), q))
+            y = flip_labels(y, max(K, 2), float(cfg.get("label_noise", 0.0)), data_rng)
             texts = []
             for yi in y:
-                n_words = int(max(5, drng.normal(tx["mean_len"], tx["mean_len"] / 3)))
+                n_words = int(max(5, data_rng.normal(tx["mean_len"], tx["mean_len"] / 3)))
                 if tx["style"] == "style":
-                    texts.append(style_text(int(yi), cfg, drng, n_words))
+                    texts.append(style_text(int(yi), cfg, data_rng, n_words))
                 elif tx["style"] == "quality":
-                    texts.append(quality_text(int(yi), cfg, drng))
+                    texts.append(quality_text(int(yi), cfg, data_rng))
                 else:
-                    texts.append(sentence_case(topic_text(int(yi), cfg, drng, n_words)) + ".")
+                    texts.append(sentence_case(topic_text(int(yi), cfg, data_rng, n_words)) + ".")
         data = {cfg["id_column"]: [""] * n}
         if tx.get("title_col"):
             titles = []
             for i in range(n):
-                if task != "multilabel" and tx["style"] == "topic" and drng.random() < 0.5:
-                    titles.append(sentence_case(topic_text(int(y[i]), cfg, drng, int(drng.integers(3, 7)))))
+                if task != "multilabel" and tx["style"] == "topic" and data_rng.random() < 0.5:
+                    titles.append(sentence_case(topic_text(int(y[i]), cfg, data_rng, int(data_rng.integers(3, 7)))))
                 else:
-                    titles.append(sentence_case(zipf_choice(tx["filler"], int(drng.integers(3, 7)), drng)))
+                    titles.append(sentence_case(zipf_choice(tx["filler"], int(data_rng.integers(3, 7)), data_rng)))
             data[tx["title_col"]] = titles
         data[tx["text_col"]] = texts
         frame = pd.DataFrame(data)
         if has_numeric:
             yy = y if y.ndim == 1 else y[:, 0]
             for j, f in enumerate(tab["numeric"]):
-                u = drng.normal(size=n) + delta[j] * (yy - yy.mean()) * float(cfg["signal"]) * 0.6
+                u = data_rng.normal(size=n) + delta[j] * (yy - yy.mean()) * float(cfg["signal"]) * 0.6
                 if f.get("kind") == "count":
                     frame[f["name"]] = np.floor(np.maximum(0, f["mean"] * np.exp(0.5 * u))).astype(int)
                 elif f.get("kind") == "int":
@@ -538,30 +538,30 @@ def render_series(level, group_offset, cfg, rng):
     return (lv * step + drift + rng.normal(size=n) * sigma).astype(np.float32)
 
 
-def build_media(cfg, n_train, n_test, mrng, drng):
+def build_media(cfg, n_train, n_test, model_rng, data_rng):
     mod = cfg["modality"]
     media_col = cfg["media_column"]
     group_col = cfg.get("group_column")
     n_groups = int(cfg.get("n_groups", 0))
-    offsets = mrng.normal(size=n_groups * 2) * cfg.get("series", {}).get("group_sd", 0.0) if group_col else None
+    offsets = model_rng.normal(size=n_groups * 2) * cfg.get("series", {}).get("group_sd", 0.0) if group_col else None
     splits, files = [], []
     for part, n in (("train", n_train), ("test", n_test)):
         q = quotas(cfg["class_priors"], n, 3 if part == "train" else 2)
-        y = drng.permutation(np.repeat(np.arange(len(q)), q))
-        y = flip_labels(y, len(q), float(cfg.get("label_noise", 0.0)), drng)
+        y = data_rng.permutation(np.repeat(np.arange(len(q)), q))
+        y = flip_labels(y, len(q), float(cfg.get("label_noise", 0.0)), data_rng)
         frame = pd.DataFrame({cfg["id_column"]: [""] * n})
         arrays = []
         groups = None
         if group_col:
             shift = int(n_groups * float(cfg.get("shift", 0.0))) if part == "test" else 0
-            groups = drng.integers(0, n_groups, size=n) + shift
+            groups = data_rng.integers(0, n_groups, size=n) + shift
         for i in range(n):
             if mod == "image":
-                arrays.append(render_image(int(y[i]), cfg, drng))
+                arrays.append(render_image(int(y[i]), cfg, data_rng))
             elif mod == "audio":
-                arrays.append(render_audio(int(y[i]), cfg, drng))
+                arrays.append(render_audio(int(y[i]), cfg, data_rng))
             else:
-                arrays.append(render_series(int(y[i]), offsets[groups[i]], cfg, drng))
+                arrays.append(render_series(int(y[i]), offsets[groups[i]], cfg, data_rng))
         frame[media_col] = [""] * n
         if group_col:
             frame[group_col] = groups
@@ -577,6 +577,70 @@ def write_png(path, array):
     Image.fromarray(array).save(path, format="PNG", optimize=False, compress_level=6)
 
 
+def write_media(pub: str, cfg: dict, media: tuple, train: pd.DataFrame, test: pd.DataFrame) -> None:
+    """Each row's media file under ``public/train`` or ``public/test``; the media column gets its relative path."""
+    ext = ".png" if cfg["modality"] == "image" else ".npy"
+    for part, frame, arrays in (("train", train, media[0]), ("test", test, media[1])):
+        os.makedirs(os.path.join(pub, part), exist_ok=True)
+        rel = [f"{part}/{i}{ext}" for i in frame[cfg["id_column"]]]
+        frame[cfg["media_column"]] = rel
+        for r, arr in zip(rel, arrays):
+            if cfg["modality"] == "image":
+                write_png(os.path.join(pub, r), arr)
+            else:
+                np.save(os.path.join(pub, r), arr)
+
+
+def add_missing(cfg: dict, frames: tuple, model_rng, data_rng) -> None:
+    """Blank a share of the feature values (never the id, media, group, time or targets), per column."""
+    rate = float(cfg.get("missing_rate", 0.0))
+    if rate <= 0:
+        return
+    skip = {cfg["id_column"], cfg.get("media_column"), cfg.get("group_column"),
+            (cfg.get("temporal") or {}).get("column")}
+    for frame in frames:
+        for col in [c for c in frame.columns if c not in skip]:
+            col_rate = rate * (0.5 + model_rng.random())
+            mask = data_rng.random(len(frame)) < col_rate
+            if frame[col].dtype.kind in "iu":
+                frame[col] = frame[col].astype("Int64").astype(object)
+            frame.loc[mask, col] = np.nan
+
+
+def target_frame(cfg: dict, y) -> pd.DataFrame:
+    """The target columns of ``y`` as train.csv holds them."""
+    task, targets = cfg["task_type"], cfg["target_columns"]
+    if task in ("regression", "multi_target_regression"):
+        return pd.DataFrame(regression_values(cfg, y))
+    if task == "multilabel":
+        return pd.DataFrame({t: y[:, j] for j, t in enumerate(targets)})
+    return pd.DataFrame({targets[0]: [cfg["classes"][int(k)] for k in y]})
+
+
+def answers_and_sample(cfg: dict, test_ids, train_targets: pd.DataFrame, test_targets: pd.DataFrame):
+    """(answers.csv, sample_submission.csv): the test targets in the prediction columns, and a constant guess."""
+    idc, grade, task = cfg["id_column"], cfg["grade"], cfg["task_type"]
+    targets, pred_cols = cfg["target_columns"], grade["prediction_columns"]
+    answers = pd.DataFrame({idc: test_ids})
+    if grade["metric"] == "log_loss":
+        for j, c in enumerate(pred_cols):
+            answers[c] = (test_targets[targets[0]].to_numpy() == cfg["classes"][j]).astype(int)
+    else:
+        for c in pred_cols:
+            answers[c] = test_targets[c].to_numpy()
+    sample = pd.DataFrame({idc: test_ids})
+    for c in pred_cols:
+        if grade["metric"] == "log_loss":
+            sample[c] = round(1.0 / len(pred_cols), 6)
+        elif task == "multilabel" or grade["metric"] in ("roc_auc", "mean_columnwise_roc_auc"):
+            sample[c] = 0.5
+        elif task in ("regression", "multi_target_regression"):
+            sample[c] = round(float(pd.to_numeric(train_targets[c]).median()), 4)
+        else:
+            sample[c] = train_targets[targets[0]].value_counts().index[0]
+    return answers, sample
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
@@ -584,24 +648,25 @@ def main(argv=None):
     ap.add_argument("--n-train", type=int, default=None)
     ap.add_argument("--n-test", type=int, default=None)
     args = ap.parse_args(argv)
+    if CONFIG is None:
+        raise SystemExit("this is the generator template: the Data engineer writes its CONFIG in")
     cfg = CONFIG
     n_train = args.n_train or int(cfg["n_train"])
     n_test = args.n_test or int(cfg["n_test"])
-    mrng = np.random.default_rng([args.seed, 1])
-    drng = np.random.default_rng([args.seed, 2])
-    irng = np.random.default_rng([args.seed, 3])
+    model_rng = np.random.default_rng([args.seed, 1])
+    data_rng = np.random.default_rng([args.seed, 2])
+    id_rng = np.random.default_rng([args.seed, 3])
     pub, priv = os.path.join(args.out, "public"), os.path.join(args.out, "private")
     os.makedirs(pub, exist_ok=True)
     os.makedirs(priv, exist_ok=True)
-    mod = cfg["modality"]
     media = None
-    if mod == "tabular":
-        splits = build_tabular(cfg, n_train, n_test, mrng, drng)
-    elif mod == "text":
-        splits = build_text(cfg, n_train, n_test, mrng, drng)
+    if cfg["modality"] == "tabular":
+        splits = build_tabular(cfg, n_train, n_test, model_rng, data_rng)
+    elif cfg["modality"] == "text":
+        splits = build_text(cfg, n_train, n_test, model_rng, data_rng)
     else:
-        splits, media = build_media(cfg, n_train, n_test, mrng, drng)
-    ids = make_ids(cfg, n_train + n_test, irng)
+        splits, media = build_media(cfg, n_train, n_test, model_rng, data_rng)
+    ids = make_ids(cfg, n_train + n_test, id_rng)
     idc = cfg["id_column"]
     (train, y_tr), (test, y_te) = splits
     train[idc] = ids[:n_train]
@@ -610,59 +675,11 @@ def main(argv=None):
     if hide_id:
         test[idc] = np.arange(1, n_test + 1)
     if media is not None:
-        ext = ".png" if mod == "image" else ".npy"
-        for part, frame, arrays in (("train", train, media[0]), ("test", test, media[1])):
-            os.makedirs(os.path.join(pub, part), exist_ok=True)
-            rel = [f"{part}/{i}{ext}" for i in frame[idc]]
-            frame[cfg["media_column"]] = rel
-            for r, arr in zip(rel, arrays):
-                if mod == "image":
-                    write_png(os.path.join(pub, r), arr)
-                else:
-                    np.save(os.path.join(pub, r), arr)
-    # missing values (features only; never the id, media or targets)
-    rate = float(cfg.get("missing_rate", 0.0))
-    if rate > 0:
-        skip = {idc, cfg.get("media_column"), cfg.get("group_column"), (cfg.get("temporal") or {}).get("column")}
-        for frame in (train, test):
-            for col in [c for c in frame.columns if c not in skip]:
-                col_rate = rate * (0.5 + mrng.random())
-                mask = drng.random(len(frame)) < col_rate
-                if frame[col].dtype.kind in "iu":
-                    frame[col] = frame[col].astype("Int64").astype(object)
-                frame.loc[mask, col] = np.nan
-    targets = cfg["target_columns"]
-    task = cfg["task_type"]
-    classes = cfg.get("classes")
-    grade = cfg["grade"]
-    pred_cols = grade["prediction_columns"]
-
-    def target_frame(y):
-        if task in ("regression", "multi_target_regression"):
-            return pd.DataFrame(regression_values(cfg, y))
-        if task == "multilabel":
-            return pd.DataFrame({t: y[:, j] for j, t in enumerate(targets)})
-        return pd.DataFrame({targets[0]: [classes[int(k)] for k in y]})
-
-    tr_t, te_t = target_frame(y_tr), target_frame(y_te)
-    train = pd.concat([train.reset_index(drop=True), tr_t], axis=1)
-    answers = pd.DataFrame({idc: test[idc].to_numpy()})
-    if grade["metric"] == "log_loss":
-        for j, c in enumerate(pred_cols):
-            answers[c] = (te_t[targets[0]].to_numpy() == classes[j]).astype(int)
-    else:
-        for c in pred_cols:
-            answers[c] = te_t[c].to_numpy()
-    sample = pd.DataFrame({idc: test[idc].to_numpy()})
-    for j, c in enumerate(pred_cols):
-        if grade["metric"] == "log_loss":
-            sample[c] = round(1.0 / len(pred_cols), 6)
-        elif task == "multilabel" or grade["metric"] in ("roc_auc", "mean_columnwise_roc_auc"):
-            sample[c] = 0.5
-        elif task in ("regression", "multi_target_regression"):
-            sample[c] = round(float(pd.to_numeric(tr_t[c]).median()), 4)
-        else:
-            sample[c] = tr_t[targets[0]].value_counts().index[0]
+        write_media(pub, cfg, media, train, test)
+    add_missing(cfg, (train, test), model_rng, data_rng)
+    train_targets, test_targets = target_frame(cfg, y_tr), target_frame(cfg, y_te)
+    train = pd.concat([train.reset_index(drop=True), train_targets], axis=1)
+    answers, sample = answers_and_sample(cfg, test[idc].to_numpy(), train_targets, test_targets)
     if hide_id:
         train, test = train.drop(columns=[idc]), test.drop(columns=[idc])
     train.to_csv(os.path.join(pub, "train.csv"), index=False)
@@ -672,7 +689,7 @@ def main(argv=None):
     with open(os.path.join(pub, "description.md"), "w", encoding="utf-8") as f:
         f.write(cfg["description"])
     with open(os.path.join(priv, "grade.json"), "w", encoding="utf-8") as f:
-        json.dump(grade, f, indent=2, sort_keys=True)
+        json.dump(cfg["grade"], f, indent=2, sort_keys=True)
     print(json.dumps({"n_train": len(train), "n_test": len(test), "columns": list(train.columns)}))
 
 
