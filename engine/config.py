@@ -4,7 +4,9 @@ rejected with a message naming the key and the file."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -148,9 +150,6 @@ def set_value(section: str, key: str, value: str | int | float | bool, path: str
 
     The result is validated before it is written: an unknown section/key or a bad value raises ConfigError
     and leaves the file unchanged."""
-    import json
-    import re
-
     path = Path(path) if path else config_path()
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     rendered = json.dumps(value) if isinstance(value, str) else ("true" if value is True else

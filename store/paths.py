@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from platformdirs import user_data_dir
+
 from .errors import StoreError
 
 DB_NAME = "sandmle.db"
@@ -16,8 +18,6 @@ def data_dir() -> Path:
     if home:
         path = Path(home).expanduser()
     else:
-        from platformdirs import user_data_dir
-
         path = Path(user_data_dir("sandmle", appauthor=False))
     try:
         path.mkdir(parents=True, exist_ok=True)

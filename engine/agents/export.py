@@ -63,7 +63,7 @@ def export_trajectories(store, path: str | Path, *, fmt: str | None = None, with
             for r in records:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
     else:
-        import pyarrow as pa
+        import pyarrow as pa  # optional: only for Parquet exports
         import pyarrow.parquet as pq
 
         pq.write_table(pa.Table.from_pylist(records), tmp)

@@ -3,6 +3,7 @@ grade it OUTSIDE the sandbox, compute the reward, store the trajectory turn by t
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -47,8 +48,6 @@ def _submissions_dir(store) -> Path:
     if store is not None:
         path = Path(store.data_dir) / "submissions"
     else:
-        import tempfile
-
         path = Path(tempfile.gettempdir()) / "sandmle-submissions"
     path.mkdir(parents=True, exist_ok=True)
     return path

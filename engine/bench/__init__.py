@@ -50,7 +50,7 @@ def machine_info() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        import torch
+        import torch  # heavy optional dependency: loaded only when used
 
         info["torch"] = torch.__version__
         info["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None

@@ -16,6 +16,7 @@ runs stay clean; a ``bench`` run in the user's store records the summary."""
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -74,8 +75,6 @@ QUICK = LearnPlan(train_seeds=["forest-cover", "pizza-requests"], heldout_seeds=
 
 
 def _log(msg: str) -> None:
-    import sys
-
     print(f"[learn {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
@@ -126,7 +125,7 @@ def collect_demos(store, plan: LearnPlan, env_ids: list[str]) -> tuple[str, dict
 
 
 def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft_medal: float | None = None) -> Path:
-    import matplotlib
+    import matplotlib  # heavy: only to draw the reward plot
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

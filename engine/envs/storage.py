@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from store import sha256_file
 
 from ..errors import SandmleError
@@ -41,8 +43,6 @@ def env_dir_of(store, env_id: str) -> Path:
 def export_env(store, env_id: str, dest: str | Path) -> Path:
     """An MLE-bench-style competition folder: config.yaml, description.md, prepared/public, prepared/private,
     leaderboard.csv (plus generator.py and env.json)."""
-    import yaml
-
     row = store.envs.get(env_id)
     src = env_dir_of(store, env_id)
     dest = Path(dest)

@@ -23,8 +23,8 @@ SPECIAL_TOKENS = [PAD_TOKEN, END_TOKEN, *ROLE_TOKENS]
 def train_tokenizer(corpus: list[str], vocab_size: int = 2048, extra_tokens: list[str] | None = None):
     """A byte-level BPE tokenizer (``tokenizers``) wrapped as a PreTrainedTokenizerFast. ``extra_tokens`` are added
     whole (matched before BPE, longest first): e.g. frequent code blocks as single tokens (macro-actions)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # heavy: loaded when used
+    from transformers import PreTrainedTokenizerFast  # heavy optional dependency: loaded only when used
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -35,7 +35,7 @@ def train_tokenizer(corpus: list[str], vocab_size: int = 2048, extra_tokens: lis
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=END_TOKEN, pad_token=PAD_TOKEN,
                                    bos_token=None, unk_token=None, additional_special_tokens=ROLE_TOKENS)
     if extra_tokens:
-        from tokenizers import AddedToken
+        from tokenizers import AddedToken  # heavy optional dependency: loaded only when used
 
         fast.add_tokens([AddedToken(t, normalized=False, special=False) for t in dict.fromkeys(extra_tokens) if t])
     return fast
@@ -45,8 +45,8 @@ def build_tiny_model(out_dir: str | Path, *, corpus: list[str], hidden: int = 25
                      heads: int = 4, kv_heads: int = 2, vocab_size: int = 2048, seed: int = 0,
                      extra_tokens: list[str] | None = None, init_std: float | None = None) -> Path:
     """Build, save and return the folder of a random-init Qwen3 model with a locally trained tokenizer."""
-    import torch
-    from transformers import AutoModelForCausalLM, Qwen3Config
+    import torch  # heavy optional dependency: loaded only when used
+    from transformers import AutoModelForCausalLM, Qwen3Config  # heavy optional dependency: loaded only when used
 
     quiet_transformers()
     out = Path(out_dir)

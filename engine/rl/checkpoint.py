@@ -65,8 +65,8 @@ def load_state(path: str | Path) -> dict[str, Any]:
 
 def load_adapter_weights(model: Any, path: str | Path) -> None:
     """Put the saved adapter weights into the live PEFT model (same shape, same names)."""
-    from peft import set_peft_model_state_dict
-    from safetensors.torch import load_file
+    from peft import set_peft_model_state_dict  # heavy optional dependency: loaded only when used
+    from safetensors.torch import load_file  # heavy optional dependency: loaded only when used
 
     weights = load_file(str(Path(path) / ADAPTER_FILE))
     set_peft_model_state_dict(model, weights)

@@ -44,7 +44,7 @@ def select_trajectories(store: Store, cfg: SFTConfig) -> list[Trajectory]:
 
 
 def build_dataset(store, tokenizer: Any, cfg: SFTConfig):
-    from datasets import Dataset
+    from datasets import Dataset  # heavy optional dependency: loaded only when used
 
     examples = []
     for row in select_trajectories(store, cfg):
@@ -77,11 +77,11 @@ class SFTRun:
 
     def train(self) -> dict[str, Any]:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-        import datasets
-        from transformers import PrinterCallback, ProgressCallback, TrainerCallback
-        from transformers.utils import logging as hf_logging
-        from trl import SFTConfig as TRLSFTConfig
-        from trl import SFTTrainer
+        import datasets  # heavy optional dependency: loaded only when used
+        from transformers import PrinterCallback, ProgressCallback, TrainerCallback  # heavy: loaded when used
+        from transformers.utils import logging as hf_logging  # heavy optional dependency: loaded only when used
+        from trl import SFTConfig as TRLSFTConfig  # heavy optional dependency: loaded only when used
+        from trl import SFTTrainer  # heavy optional dependency: loaded only when used
 
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()

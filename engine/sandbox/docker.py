@@ -21,7 +21,7 @@ WORKDIR = "/workspace"
 
 def _client(timeout_s: float = 5.0):
     try:
-        import docker
+        import docker  # heavy optional dependency: loaded only when used
     except ImportError:
         raise SandboxError("the docker backend needs the docker SDK", hint="pip install docker") from None
     try:

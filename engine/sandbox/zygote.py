@@ -39,6 +39,7 @@ def _exit_code(exc: SystemExit) -> int:
 
 def _payload(spec: dict, script: str) -> int:
     """In the confined child: behave like ``python SCRIPT`` started fresh in the workspace."""
+    # imported in the child, after the fork: the warm worker's parent keeps its memory (and imports) minimal
     import atexit
     import runpy
     import traceback
@@ -64,7 +65,7 @@ def _payload(spec: dict, script: str) -> int:
     # shut down as the interpreter would: join non-daemon threads (and run threading's exit hooks, which stop
     # executors such as joblib/loky), then the atexit handlers
     try:
-        import threading
+        import threading  # the payload's threading module, as the interpreter's exit would use it
 
         threading._shutdown()  # type: ignore[attr-defined]  # the interpreter's own exit step
     except BaseException:

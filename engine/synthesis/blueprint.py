@@ -4,6 +4,7 @@ groups, multi-label structure, shift, media shape) — and the procedural Analys
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -92,8 +93,6 @@ def analyze(seed: dict[str, Any]) -> Blueprint:
     free_text = [c for c in features if c["dtype"] == "text"]
     n_numeric = len([c for c in features if c["dtype"] in ("int", "float")])
     # schemas that list representative columns of a bigger group say so in their notes ("192 numeric features")
-    import re
-
     m = re.search(r"(\d+) numeric features", notes)
     if m:
         n_numeric = max(n_numeric, int(m.group(1)))

@@ -572,7 +572,7 @@ def build_media(cfg, n_train, n_test, model_rng, data_rng):
 
 # ----------------------------------------------------------------------------------------------- writing
 def write_png(path, array):
-    from PIL import Image
+    from PIL import Image  # only for image environments
 
     Image.fromarray(array).save(path, format="PNG", optimize=False, compress_level=6)
 

@@ -104,7 +104,7 @@ def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: f
 
 def _auc(y: np.ndarray, s: np.ndarray) -> float:
     """ROC-AUC by the rank-sum (Mann-Whitney) formula: what sklearn computes, without its per-call overhead."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # heavy: only for rank metrics
 
     y = np.asarray(y).astype(float).astype(int)
     n1 = int(y.sum())
@@ -203,7 +203,7 @@ def _numeric_id(ids: pd.Series) -> pd.Series | None:
 
 def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | None) -> tuple[dict, list[str]]:
     """Probes: id ↔ label correlation, train/test duplicate rows, a label recoverable from one column."""
-    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+    from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor  # heavy: only for this check
 
     train = read_frame(pub / "train.csv", spec.id_column)
     test = read_frame(pub / "test.csv", spec.id_column)

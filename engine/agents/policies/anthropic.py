@@ -37,7 +37,7 @@ class AnthropicPolicy:
     def __init__(self, model: str | None = None, *, max_tokens: int | None = None, base_url: str | None = None,
                  temperature: float | None = None, settings=None):
         try:
-            import anthropic
+            import anthropic  # heavy optional dependency: loaded only when used
         except ImportError:
             raise PolicyError("the anthropic policy needs the `anthropic` package") from None
         if settings is None:

@@ -16,7 +16,7 @@ class OpenAIPolicy:
     def __init__(self, model: str | None = None, *, base_url: str | None = None, max_tokens: int | None = None,
                  temperature: float | None = None, settings=None):
         try:
-            import openai
+            import openai  # heavy optional dependency: loaded only when used
         except ImportError:
             raise PolicyError("the openai policy needs the `openai` package (pip install 'sandmle[openai]')") from None
         if settings is None:

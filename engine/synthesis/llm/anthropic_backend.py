@@ -19,7 +19,7 @@ class AnthropicBackend(LLMBackend):
         self.settings = settings or AnthropicSettings()
         if client is None:
             try:
-                import anthropic
+                import anthropic  # heavy optional dependency: loaded only when used
             except ImportError:
                 raise SynthesisError("the anthropic backend needs the 'anthropic' package",
                                      hint="pip install anthropic") from None
@@ -32,7 +32,7 @@ class AnthropicBackend(LLMBackend):
         self.client = client
 
     def complete(self, role: str, system: str, prompt: str, *, context: dict[str, Any]) -> Completion:
-        import anthropic
+        import anthropic  # heavy optional dependency: loaded only when used
 
         model = self.settings.model
         start = time.perf_counter()

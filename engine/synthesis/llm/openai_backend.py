@@ -19,7 +19,7 @@ class OpenAIBackend(LLMBackend):
         self.settings = settings or OpenAISettings()
         if client is None:
             try:
-                import openai
+                import openai  # heavy optional dependency: loaded only when used
             except ImportError:
                 raise SynthesisError("the openai backend needs the optional 'openai' package",
                                      hint="pip install 'sandmle[openai]'") from None
@@ -28,7 +28,7 @@ class OpenAIBackend(LLMBackend):
         self.client = client
 
     def complete(self, role: str, system: str, prompt: str, *, context: dict[str, Any]) -> Completion:
-        import openai
+        import openai  # heavy optional dependency: loaded only when used
 
         start = time.perf_counter()
         try:
