@@ -90,3 +90,28 @@ def test_grpo_samples_from_a_vllm_server_and_hot_loads_each_update(store, tiny, 
                and "prompt_logprobs" not in q["body"]]
     assert sampled == ["policy-step-0"] * (G * 2)
     assert (trainer.run_dir / "sampler" / "adapters" / "policy-step-1" / "adapter_config.json").is_file()
+
+
+@pytest.mark.slow
+def test_train_grpo_starts_its_own_vllm_server_and_stops_it(run_cli, store, tiny, tmp_path, monkeypatch):
+    """`--sampler vllm` without `--sampler-url`: the command starts `vllm serve MODEL --enable-lora ...` (here the
+    stand-in, through SANDMLE_VLLM_COMMAND), samples from it, and stops it when the run ends."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+    from engine.inference.vllm_server import COMMAND_ENV
+
+    monkeypatch.setenv(COMMAND_ENV, f"{sys.executable} {ROOT / 'tests' / 'vllm_standin.py'} serve")
+    env_id = register_tiny_env(store)
+    res = run_cli("train", "grpo", "--model", str(tiny), "--env-ids", env_id, "--steps", "1", "--envs-per-step", "1",
+                  "--group-size", "2", "--max-turns", "1", "--max-new-tokens", "8", "--lora-r", "4", "--sampler",
+                  "vllm", "--json")
+    assert res.code == 0, res.err
+    run_id = res.json()["run_id"]
+    log = store.data_dir / "runs" / run_id / "sampler" / "vllm.log"
+    assert log.is_file()
+    metrics = store.runs.metrics(run_id, ["sampler_requests", "stale"])
+    assert metrics["sampler_requests"] == [(1, 2.0)] and metrics["stale"] == [(1, 0.0)]
+    served = subprocess.run(["pgrep", "-f", str(tiny)], capture_output=True, text=True).stdout.split()
+    assert not served  # the server the run started is gone
