@@ -48,8 +48,8 @@ def test_batched_gives_the_serial_tokens_for_the_same_seeds(tiny, temperature, t
     model, tok = tiny
     requests = [SampleRequest(tuple(p), max_new_tokens=12 + 3 * i, temperature=temperature, top_p=top_p,
                               seed=100 + i) for i, p in enumerate(_prompts(tok))]
-    serial = HFSampler(model, pad_id=tok.pad_token_id, max_batch=1)
-    batched = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=200)
+    serial = HFSampler(model, max_batch=1)
+    batched = HFSampler(model, max_batch=8, wait_ms=200)
     try:
         alone = [serial.generate([r])[0] for r in requests]
         together = _concurrently(batched, requests)
@@ -70,7 +70,7 @@ def test_batched_gives_the_serial_tokens_for_the_same_seeds(tiny, temperature, t
 def test_a_seed_repeats_and_another_seed_differs(tiny):
     model, tok = tiny
     prompt = tuple(_prompts(tok)[2])
-    sampler = HFSampler(model, pad_id=tok.pad_token_id)
+    sampler = HFSampler(model)
     try:
         a, b, c = sampler.generate([SampleRequest(prompt, 16, seed=s) for s in (5, 5, 6)])
     finally:
@@ -81,7 +81,7 @@ def test_a_seed_repeats_and_another_seed_differs(tiny):
 def test_greedy_matches_transformers_generate(tiny):
     model, tok = tiny
     prompt = _prompts(tok)[1]
-    sampler = HFSampler(model, pad_id=tok.pad_token_id)
+    sampler = HFSampler(model)
     try:
         sample = sampler.generate([SampleRequest(tuple(prompt), 10, temperature=0.0)])[0]
     finally:
@@ -94,7 +94,7 @@ def test_greedy_matches_transformers_generate(tiny):
 def test_a_stop_token_ends_the_sample_and_is_kept(tiny):
     model, tok = tiny
     prompt = tuple(_prompts(tok)[0])
-    sampler = HFSampler(model, pad_id=tok.pad_token_id)
+    sampler = HFSampler(model)
     try:
         free = sampler.generate([SampleRequest(prompt, 6, temperature=0.0)])[0]
         stop = free.token_ids[2]
@@ -113,7 +113,7 @@ def test_sampled_logprobs_are_the_trainers_recomputation(tiny):
     model, tok = tiny
     temperature = 0.8
     requests = [SampleRequest(tuple(p), 14, temperature=temperature, seed=i) for i, p in enumerate(_prompts(tok))]
-    sampler = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=100)
+    sampler = HFSampler(model, max_batch=8, wait_ms=100)
     try:
         samples = _concurrently(sampler, requests)
     finally:
@@ -127,7 +127,7 @@ def test_sampled_logprobs_are_the_trainers_recomputation(tiny):
 
 def test_publish_waits_for_the_running_batch_and_tags_later_samples(tiny):
     model, tok = tiny
-    sampler = HFSampler(model, pad_id=tok.pad_token_id, version=3)
+    sampler = HFSampler(model, version=3)
     prompt = tuple(_prompts(tok)[0])
     try:
         assert sampler.generate([SampleRequest(prompt, 2)])[0].version == 3
@@ -169,8 +169,8 @@ def test_bad_requests_are_refused_in_one_line():
 def test_a_conversations_next_turn_prefills_only_its_new_tokens(tiny, temperature):
     model, tok = tiny
     prompts = [tuple(p) for p in _prompts(tok)[:3]]
-    cached = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=100)
-    plain = HFSampler(model, pad_id=tok.pad_token_id, max_batch=8, wait_ms=100, prefix_cache_tokens=0)
+    cached = HFSampler(model, max_batch=8, wait_ms=100)
+    plain = HFSampler(model, max_batch=8, wait_ms=100, prefix_cache_tokens=0)
     try:
         first = [SampleRequest(p, 6 + i, temperature, seed=i) for i, p in enumerate(prompts)]
         done = cached.generate(first)
@@ -200,8 +200,8 @@ def test_a_groups_common_prompt_is_read_once(tiny):
     model, tok = tiny
     prompt = tuple(_prompts(tok)[2])
     group = [SampleRequest(prompt, 6, 1.0, seed=s) for s in range(4)]  # a GRPO group: one task, four seeds
-    cached = HFSampler(model, pad_id=tok.pad_token_id)
-    plain = HFSampler(model, pad_id=tok.pad_token_id, prefix_cache_tokens=0)
+    cached = HFSampler(model)
+    plain = HFSampler(model, prefix_cache_tokens=0)
     try:
         got, ref = cached.generate(group), plain.generate(group)
     finally:

@@ -28,7 +28,7 @@ __all__ = ["Sample", "SampleRequest", "Sampler", "SamplerError", "SamplerStats",
 SAMPLERS = ("hf", "vllm", "vllm-colocated")
 
 
-def make_sampler(kind: str, model: Any, tokenizer: Any, *, model_path: str, work_dir: str | Path,
+def make_sampler(kind: str, model: Any, *, model_path: str, work_dir: str | Path,
                  url: str | None = None, max_batch: int = 16, wait_ms: float = 5.0, prefix_cache_tokens: int = 32768,
                  lora_rank: int = 16, seed: int = 0) -> Sampler:
     """The sampler a trainer uses for its live ``model``: ``hf`` shares it in memory; ``vllm`` talks to the server
@@ -36,7 +36,7 @@ def make_sampler(kind: str, model: Any, tokenizer: Any, *, model_path: str, work
     ``model_path`` into an in-process vLLM engine. Adapters published to vLLM go under ``work_dir/adapters``."""
     work = Path(work_dir)
     if kind == "hf":
-        return HFSampler(model, pad_id=tokenizer.pad_token_id or 0, max_batch=max_batch, wait_ms=wait_ms,
+        return HFSampler(model, max_batch=max_batch, wait_ms=wait_ms,
                          prefix_cache_tokens=prefix_cache_tokens)
     if kind == "vllm":
         process = None

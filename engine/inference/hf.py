@@ -109,9 +109,9 @@ class PrefixCache:
 class HFSampler:
     """The batched sampler around a (PEFT) causal LM already in memory, e.g. the trainer's live policy."""
 
-    def __init__(self, model: Any, *, pad_id: int, max_batch: int = 16, wait_ms: float = 5.0, version: int = 0,
+    def __init__(self, model: Any, *, max_batch: int = 16, wait_ms: float = 5.0, version: int = 0,
                  prefix_cache_tokens: int = 32768, name: str = "hf"):
-        self.model, self.pad_id, self.version, self.name = model, int(pad_id), int(version), name
+        self.model, self.version, self.name = model, int(version), name
         self.prefix = PrefixCache(prefix_cache_tokens)
         self._batcher = Batcher(self._run_batch, max_batch=max_batch, wait_ms=wait_ms, name=name)
         self.stats = self._batcher.stats
@@ -193,24 +193,20 @@ class HFSampler:
         done, kv = self.prefix.find(prompt)
         self.stats.prefill_tokens += len(prompt) - done
         self.stats.cached_tokens += done
-        past = {key: DynamicCache(ddp_cache_data=[(k[None], v[None]) for k, v in kv])} if kv else {}
+        # full-length layers always (no config: sliding-window layers would crop what the prefix cache keeps)
+        past = DynamicCache(ddp_cache_data=[(k[None], v[None]) for k, v in kv]) if kv else DynamicCache()
         ids = torch.tensor([prompt[done:]], dtype=torch.long, device=device)
         pos = torch.arange(done, len(prompt), device=device)[None]
-        out = model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **past)
-        layers = out[key].layers
-        kv = [(layer.keys[0], layer.values[0]) for layer in layers]
-        if self.prefix.max_tokens > 0 and not any(getattr(layer, "is_sliding", False) for layer in layers):
-            self.prefix.put(prompt[:-1], [(k[:, :-1], v[:, :-1]) for k, v in kv])  # the same prompt again
+        out = model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1, **{key: past})
+        kv = [(layer.keys[0], layer.values[0]) for layer in out[key].layers]
+        self.prefix.put(prompt[:-1], [(k[:, :-1], v[:, :-1]) for k, v in kv])  # for the same prompt again
         return kv, out.logits[0, -1]
 
     def _remember(self, cache: Any, att: Any, row: int, tokens: tuple[int, ...]) -> None:
         """Keep a finished row's KV (its real columns) for the conversation's next request."""
-        layers = cache.layers
-        if self.prefix.max_tokens <= 0 or any(getattr(layer, "is_sliding", False) for layer in layers):
-            return
         real = att[row].bool()
-        if int(real.sum()) == len(tokens):
-            self.prefix.put(tokens, [(layer.keys[row][:, real], layer.values[row][:, real]) for layer in layers])
+        if self.prefix.max_tokens > 0 and int(real.sum()) == len(tokens):
+            self.prefix.put(tokens, [(layer.keys[row][:, real], layer.values[row][:, real]) for layer in cache.layers])
 
 
 def _batch_cache(rows: list[list[tuple[Any, Any]]], width: int, room: int) -> Any:

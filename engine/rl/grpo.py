@@ -131,7 +131,7 @@ class GRPOTrainer:
             if "sampler_rng" in extra:
                 self.rng.setstate(extra["sampler_rng"])
             self.start_step = int(state["step"]) + 1
-        self.sampler = make_sampler(cfg.sampler, self.model, self.tokenizer, model_path=model_path,
+        self.sampler = make_sampler(cfg.sampler, self.model, model_path=model_path,
                                     work_dir=self.run_dir / "sampler", url=cfg.sampler_url,
                                     max_batch=cfg.sampler_batch, prefix_cache_tokens=cfg.sampler_prefix_cache,
                                     lora_rank=cfg.lora_r, seed=cfg.seed)

@@ -29,7 +29,7 @@ class HFPolicy:
         if max_batch < 1 or wait_ms < 0:
             raise PolicyError("hf policy: need max_batch >= 1 and wait_ms >= 0")
         self.model, self.tokenizer = from_pretrained(model, adapter=adapter, device=device)
-        sampler = HFSampler(self.model, pad_id=self.tokenizer.pad_token_id, max_batch=max_batch, wait_ms=wait_ms,
+        sampler = HFSampler(self.model, max_batch=max_batch, wait_ms=wait_ms,
                             prefix_cache_tokens=prefix_cache_tokens)
         self._setup(f"hf:{model}" + (f",adapter={adapter}" if adapter else ""), sampler, temperature, top_p,
                     max_new_tokens, max_context)
