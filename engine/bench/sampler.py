@@ -15,7 +15,12 @@ each measured with three samplers:
    running at once), update (the optimizer step).
 
 A random-init model rarely writes a well-formed tool call, so its episodes spend almost no time in the sandbox:
-the split shows the model side, which is what the sampler changes."""
+the split shows the model side, which is what the sampler changes.
+
+torch runs on one intra-op thread here: on a shared 2-core machine under load, two threads made the tiny model
+10-20x slower in every mode (the threads spin waiting for each other), which buried the comparison in noise. The
+episode runs are repeated (3 rounds, modes interleaved) and their medians reported; ``cpu_ms_per_token`` (this
+process's CPU time per generated token) is less sensitive to other jobs than wall time."""
 
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ EPISODES = 8
 TARGET_TOKENS_RATIO = 4.0
 TARGET_STEP_SPEEDUP = 2.0
 PREFIX = 32768
+TORCH_THREADS = 1
 #: (label, max batch, prefix-cache tokens)
 MODES = [("before: one at a time, re-encoding", 1, 0), ("one at a time", 1, PREFIX),
          (f"batched (≤{EPISODES})", EPISODES, PREFIX)]
@@ -63,10 +69,10 @@ def _episodes(bench_store, envs: list, model_path: Path, max_batch: int, prefix:
                            max_turns=turns)
 
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with ThreadPoolExecutor(max_workers=EPISODES) as pool:
             trajectories = list(pool.map(one, range(EPISODES)))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         policy.sampler.close()
         for b in backends.values():
@@ -74,7 +80,8 @@ def _episodes(bench_store, envs: list, model_path: Path, max_batch: int, prefix:
     tokens = [t.token_ids for tr in trajectories for t in tr.turns if t.role == "assistant"]
     generated = sum(len(t) for t in tokens)
     return {"wall_s": wall, "tokens": generated, "tokens_per_s": generated / wall,
-            "episodes_per_min": EPISODES / wall * 60, "mean_batch": policy.sampler.stats.mean_batch,
+            "episodes_per_min": EPISODES / wall * 60, "cpu_ms_per_token": cpu / generated * 1000,
+            "mean_batch": policy.sampler.stats.mean_batch,
             "sampling_s": policy.sampler.stats.busy_s, "sandbox_s": sum(t.sandbox_s for t in trajectories),
             "prefilled": policy.sampler.stats.prefill_tokens, "_tokens": tokens, "_params": params}
 
@@ -89,37 +96,53 @@ def _grpo_step(bench_store, envs: list, model_path: Path, max_batch: int, prefix
     trainer = GRPOTrainer(bench_store, cfg)
     trainer.setup()
     try:
+        c0 = time.process_time()
         m = trainer.step(1)
+        cpu = time.process_time() - c0
     finally:
         trainer.close()
     return {"wall_s": m["step_s"], "tokens": int(m["sampler_tokens"]),
             "tokens_per_s": m["sampler_tokens"] / m["rollout_s"], "episodes_per_min": EPISODES / m["step_s"] * 60,
+            "cpu_ms_per_token": cpu / m["sampler_tokens"] * 1000,
             "mean_batch": m["sampler_mean_batch"], "sampling_s": m["sampler_busy_s"],
             "sandbox_s": m["sandbox_wait_share"] * m["rollout_s"] * EPISODES, "update_s": m["update_s"],
             "prefilled": int(m["sampler_prefill_tokens"])}
 
 
+def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median wall time (its own figures, so each row stays one real run)."""
+    return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
+
+
 def run(store, quick: bool = False, **_: Any) -> BenchResult:
-    turns, new_tokens = (2, 32) if quick else (4, 96)
+    import torch  # heavy optional dependency
+
+    turns, new_tokens, rounds = (2, 32, 1) if quick else (4, 96, 3)
     rows: list[dict[str, Any]] = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(TORCH_THREADS)
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-sampler-") as tmp:
         bench_store = Store(Path(tmp) / "bench.db")
         try:
             envs = synthesized_envs(bench_store, 2)
             model_path = build_tiny_model(Path(tmp) / "tiny", corpus=default_corpus())
-            measured, steps = {}, {}
-            for mode, batch, prefix in MODES:
-                measured[mode] = _episodes(bench_store, envs, model_path, batch, prefix, turns, new_tokens)
-                rows.append({"what": f"{EPISODES} react episodes", "sampler": mode, **measured[mode]})
-            same = len({repr(g.pop("_tokens")) for g in measured.values()}) == 1
-            params = [g.pop("_params") for g in measured.values()][0]
+            runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode, _, _ in MODES}
+            for _round in range(rounds):
+                for mode, batch, prefix in MODES:
+                    runs[mode].append(_episodes(bench_store, envs, model_path, batch, prefix, turns, new_tokens))
+            same = len({repr(r.pop("_tokens")) for rs in runs.values() for r in rs}) == 1
+            params = [r.pop("_params") for rs in runs.values() for r in rs][0]
+            measured = {mode: _median(rs) for mode, rs in runs.items()}
+            rows += [{"what": f"{EPISODES} react episodes", "sampler": mode, **measured[mode]} for mode in measured]
+            steps = {}
             for mode, batch, prefix in MODES:
                 steps[mode] = _grpo_step(bench_store, envs, model_path, batch, prefix, turns, new_tokens)
                 rows.append({"what": "GRPO step", "sampler": mode, **steps[mode]})
         finally:
             bench_store.close()
-    keys = ["what", "sampler", "wall_s", "tokens", "tokens_per_s", "episodes_per_min", "mean_batch", "prefilled",
-            "sampling_s", "sandbox_s", "update_s"]
+            torch.set_num_threads(threads)
+    keys = ["what", "sampler", "wall_s", "tokens", "tokens_per_s", "episodes_per_min", "cpu_ms_per_token",
+            "mean_batch", "prefilled", "sampling_s", "sandbox_s", "update_s"]
     rows = [{k: r.get(k) for k in keys} for r in rows]
     before, serial, batched = (m[0] for m in MODES)
     ratio = measured[batched]["tokens_per_s"] / measured[before]["tokens_per_s"]
@@ -130,11 +153,13 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
                "tokens_per_s_ratio_batching_alone":
                    measured[batched]["tokens_per_s"] / measured[serial]["tokens_per_s"],
                "grpo_step_speedup_batching_alone": steps[serial]["wall_s"] / steps[batched]["wall_s"],
-               "same_tokens_all_samplers": same, "model_parameters": params,
-               "episodes": EPISODES, "turns": turns, "max_new_tokens": new_tokens}
+               "cpu_per_token_ratio": measured[before]["cpu_ms_per_token"] / measured[batched]["cpu_ms_per_token"],
+               "same_tokens_all_samplers": same, "model_parameters": params, "episodes": EPISODES, "turns": turns,
+               "max_new_tokens": new_tokens, "rounds": rounds, "torch_threads": TORCH_THREADS}
     return BenchResult("sampler", rows, summary, notes=[
         f"tiny random-init Qwen3 ({params / 1e6:.1f}M parameters) on CPU; {EPISODES} episodes at once, "
-        f"{turns} turns of up to {new_tokens} tokens; the same per-request seeds in every mode",
+        f"{turns} turns of up to {new_tokens} tokens; the same per-request seeds in every mode; torch on "
+        f"{TORCH_THREADS} thread; episode rows: the median of {rounds} interleaved rounds",
         "ratios and speedups against 'before' (one at a time, re-encoding every turn: the old hf policy); "
         "'batching alone' compares with one at a time plus the prefix cache",
         "prefilled = prompt tokens run through the model; sampling_s = the sampler's busy time; sandbox_s = episode "
