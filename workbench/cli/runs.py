@@ -40,7 +40,8 @@ def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
         emit_json(out)
         return
     table([(o["id"], o["kind"], o["status"], f"{o['step'] or 0}/{o['steps'] or '-'}", o["name"] or "",
-            o["created_at"][:19]) for o in out], ["id", "kind", "status", "step", "name", "created"], wide=wide)
+            o["created_at"][5:16].replace("T", " ")) for o in out], ["id", "kind", "status", "step", "name", "created"],
+          wide=wide)
 
 
 @runs.command("show")

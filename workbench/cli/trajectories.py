@@ -35,7 +35,7 @@ def list_(ctx: Context, run, env, policy, min_reward, limit, as_json, wide) -> N
         return
     table([(r.id, r.env_id, r.policy, r.scaffold, r.n_turns, r.status, f"{r.reward:.3f}",
             "valid" if (r.grade or {}).get("valid_submission") else "invalid") for r in rows],
-          ["id", "env", "policy", "scaffold", "turns", "status", "reward", "submission"], wide=wide)
+          ["id", "env", "policy", "scaffold", "turns", "status", "reward", "grade"], wide=wide)
 
 
 @trajectories.command("show")
