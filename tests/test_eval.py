@@ -162,7 +162,7 @@ def test_eval_on_ray_gives_the_results_of_local(run_cli, local_ray):
             run = store.runs.get(res.json()["run_id"])
             assert run["config"]["executor"] == executor and run["status"] == "done"
             rows = store.runs.eval_results(run["id"])
-            assert {r["trajectory_id"] for r in rows} == {t["id"] for t in store.trajectories.list(run_id=run["id"])}
+            assert {r["trajectory_id"] for r in rows} == {t.id for t in store.trajectories.list(run_id=run["id"])}
         return sorted((r["env_id"], r["rng_seed"], r["score"], r["valid"], r["reward"]) for r in rows)
 
     local, ray = episodes("local"), episodes("ray")
