@@ -4,11 +4,89 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Sequence, cast
+from typing import Iterable, Mapping, Sequence, TypedDict, cast
 
 from ._repo import Params, Repo, Row, Rows
-from .common import dumps, loads, now
+from .common import JSON, dumps, loads, now
 from .errors import NotFound
+
+
+class EnvironmentRow(TypedDict):
+    """A row of ``environments`` (JSON columns decoded)."""
+
+    id: str
+    seed_id: str | None
+    run_id: str | None
+    title: str
+    status: str  #: pending | verified | rejected
+    reason: str | None
+    split: str  #: train | heldout | imported | real
+    modality: str
+    task_type: str
+    metric: str
+    lower_is_better: int
+    id_column: str
+    target_columns: list[str]
+    n_train: int | None
+    n_test: int | None
+    backend: str | None
+    rng_seed: int | None
+    blueprint: dict[str, JSON]
+    scenario: dict[str, JSON]
+    thresholds: dict[str, float] | None
+    verification: dict[str, JSON]
+    dir: str | None
+    fingerprint: str | None
+    created_at: str
+
+
+class EnvFile(TypedDict):
+    """A file of an environment: its path under the environment folder, role, hash and size."""
+
+    env_id: str
+    path: str
+    role: str  #: public | private | generator | other
+    sha256: str
+    size: int
+
+
+class LeaderboardEntry(TypedDict):
+    id: int
+    env_id: str
+    name: str
+    score: float
+    rng_seed: int | None
+    source: str  #: reference | variant | kaggle...
+    wall_s: float | None
+    created_at: str
+
+
+class Attempt(TypedDict):
+    """One call of a synthesis role: what it was asked, what it answered, the verdict, the tokens and cost."""
+
+    id: int
+    run_id: str | None
+    seed_id: str | None
+    env_id: str | None
+    role: str
+    attempt: int
+    backend: str | None
+    prompt: str | None
+    output: str | None
+    verdict: str  #: ok | retry | reject
+    feedback: str | None
+    usage: dict[str, JSON]
+    wall_s: float | None
+    created_at: str
+
+
+#: lists of rows (aliases: inside the class, ``list`` names its ``list`` method)
+EnvironmentRows = list[EnvironmentRow]
+EnvFiles = list[EnvFile]
+Leaderboard = list[LeaderboardEntry]
+Attempts = list[Attempt]
+#: the columns given to store or update an environment (a subset of :class:`EnvironmentRow`'s)
+Columns = Mapping[str, object]
 
 
 class Environments(Repo):
@@ -17,29 +95,30 @@ class Environments(Repo):
 
     def add(
         self,
-        env: dict[str, Any],
+        env: Columns,
         *,
-        files: Iterable[dict[str, Any]] = (),
-        leaderboard: Iterable[dict[str, Any]] = (),
+        files: Iterable[Columns] = (),
+        leaderboard: Iterable[Columns] = (),
         replace: bool = False,
     ) -> str:
         """Store an environment with its files (path, role, sha256, size) and leaderboard entries
         (name, score, rng_seed, source, wall_s) in one transaction."""
-        row = self.encode(env)
+        env_id = str(env["id"])
+        row = self.encode(dict(env))
         row.setdefault("created_at", now())
         with self.store.transaction() as db:
             if replace:
-                db.conn.execute("DELETE FROM environments WHERE id = ?", (env["id"],))
+                db.conn.execute("DELETE FROM environments WHERE id = ?", (env_id,))
             db.table("environments").insert(row, pk="id")
-            file_rows = [{"env_id": env["id"], **f} for f in files]
+            file_rows = [{"env_id": env_id, **f} for f in files]
             if file_rows:
                 db.table("env_files").insert_all(file_rows, pk=("env_id", "path"))
-            lb_rows = [{"env_id": env["id"], "created_at": row["created_at"], **e} for e in leaderboard]
+            lb_rows = [{"env_id": env_id, "created_at": row["created_at"], **e} for e in leaderboard]
             if lb_rows:
                 db.table("leaderboard").insert_all(lb_rows)
-        return env["id"]
+        return env_id
 
-    def reserve(self, base_id: str, row: dict[str, Any], folder: Path) -> str:
+    def reserve(self, base_id: str, row: Columns, folder: Path) -> str:
         """Claim the first free id of ``base_id``, ``base_id-2``, ``base_id-3``… with a ``pending`` row (``row``
         gives its other columns; ``dir`` becomes ``folder / id``). The id's uniqueness decides in one insert, so
         two processes never claim the same one; returns the id."""
@@ -56,14 +135,14 @@ class Environments(Repo):
                     raise
                 n += 1
 
-    def get(self, env_id: str) -> Row:
+    def get(self, env_id: str) -> EnvironmentRow:
         row = self.find(env_id)
         if row is None:
             raise NotFound(f"no environment with id {env_id!r} (see `sandmle envs list`)")
         return row
 
-    def find(self, env_id: str) -> Row | None:
-        return self._get("id = ?", (env_id,))
+    def find(self, env_id: str) -> EnvironmentRow | None:
+        return cast(EnvironmentRow | None, self._get("id = ?", (env_id,)))
 
     def list(
         self,
@@ -77,14 +156,14 @@ class Environments(Repo):
         ids: list[str] | None = None,
         since: str | None = None,
         exclude_split: str | None = None,
-    ) -> Rows:
+    ) -> EnvironmentRows:
         """Environments matching every filter given (``exclude_split``: any split but this one)."""
         where, params = self._where(seed_id=seed_id, status=status, split=split, text=text, ids=ids, since=since,
                                     exclude_split=exclude_split)
         sql = "SELECT * FROM environments" + where + " ORDER BY created_at, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        return self.decode_all(self.store.query(sql, params))
+        return cast(EnvironmentRows, self.decode_all(self.store.query(sql, params)))
 
     def count(self, *, seed_id: str | None = None, status: str | None = None, split: str | None = None,
               text: str | None = None, ids: Sequence[str] | None = None, since: str | None = None,
@@ -120,13 +199,13 @@ class Environments(Repo):
         with self.store.transaction() as db:
             db.conn.executemany("UPDATE environments SET split = ? WHERE id = ?", [(split, e) for e in env_ids])
 
-    def update(self, env_id: str, **fields: Any) -> None:
+    def update(self, env_id: str, **fields: object) -> None:
         self.get(env_id)
         row = self.encode(fields)
         with self.store.transaction() as db:
             db.table("environments").update(env_id, row)
 
-    def delete(self, env_id: str) -> Row:
+    def delete(self, env_id: str) -> EnvironmentRow:
         env = self.get(env_id)
         self.store.execute("DELETE FROM environments WHERE id = ?", (env_id,))
         return env
@@ -135,15 +214,15 @@ class Environments(Repo):
         """Delete a ``pending`` row (a reservation whose environment was never stored); True if there was one."""
         return self.store.execute("DELETE FROM environments WHERE id = ? AND status = 'pending'", (env_id,)) > 0
 
-    def files(self, env_id: str) -> Rows:
-        return self.store.query("SELECT * FROM env_files WHERE env_id = ? ORDER BY path", (env_id,))
+    def files(self, env_id: str) -> EnvFiles:
+        return cast(EnvFiles, self.store.query("SELECT * FROM env_files WHERE env_id = ? ORDER BY path",
+                                                    (env_id,)))
 
-    def leaderboard(self, env_id: str) -> Rows:
+    def leaderboard(self, env_id: str) -> Leaderboard:
         env = self.get(env_id)
         order = "ASC" if env["lower_is_better"] else "DESC"
-        return self.store.query(
-            f"SELECT * FROM leaderboard WHERE env_id = ? ORDER BY score {order}, id", (env_id,)
-        )
+        return cast(Leaderboard, self.store.query(
+            f"SELECT * FROM leaderboard WHERE env_id = ? ORDER BY score {order}, id", (env_id,)))
 
     def fingerprints(self, seed_id: str | None = None) -> Sequence[tuple[str, str]]:
         sql = "SELECT id, fingerprint FROM environments WHERE fingerprint IS NOT NULL"
@@ -154,7 +233,7 @@ class Environments(Repo):
         return [(r["id"], r["fingerprint"]) for r in self.store.query(sql, params)]
 
     # --------------------------------------------------------------- synthesis history
-    def add_attempt(self, attempt: dict[str, Any]) -> int:
+    def add_attempt(self, attempt: Columns) -> int:
         row = dict(attempt)
         row.setdefault("created_at", now())
         if not isinstance(row.get("usage", ""), str):
@@ -165,11 +244,11 @@ class Environments(Repo):
         with self.store.transaction() as db:
             return cast(int, db.table("synthesis_attempts").insert(row).last_pk)  # an INTEGER PRIMARY KEY
 
-    def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> Rows:
+    def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> Attempts:
         if env_id is None and run_id is None:
             raise ValueError("give env_id or run_id")
         col, val = ("env_id", env_id) if env_id is not None else ("run_id", run_id)
         rows = self.store.query(f"SELECT * FROM synthesis_attempts WHERE {col} = ? ORDER BY id", (val,))
         for r in rows:
             r["usage"] = loads(r["usage"], {})
-        return rows
+        return cast(Attempts, rows)

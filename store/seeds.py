@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Mapping, NotRequired, Sequence, TypedDict, cast
 
-from ._repo import Repo, Row, Rows
-from .common import now
+from ._repo import Repo
+from .common import JSON, now
 from .errors import NotFound
+
+
+class SeedRow(TypedDict):
+    """A row of ``seeds`` (JSON columns decoded); ``list`` adds how many environments each has."""
+
+    id: str
+    title: str
+    modality: str
+    task_type: str
+    metric: str
+    lower_is_better: int
+    id_column: str
+    target_columns: list[str]
+    columns: list[dict[str, JSON]]  #: {name, dtype, role, description?, values?}
+    train_size: int
+    test_size: int
+    origin: str | None
+    hints: dict[str, JSON]
+    tags: list[str]
+    description: str
+    source_path: str | None
+    source_format: str  #: sandmle | mlebench
+    leaderboard: list[float] | None
+    enabled: bool
+    content_hash: str
+    created_at: str
+    updated_at: str
+    n_envs: NotRequired[int]
+    n_verified: NotRequired[int]
+
+
+#: several seeds (an alias: inside the class, ``list`` names its ``list`` method)
+SeedRows = list[SeedRow]
 
 
 class Seeds(Repo):
@@ -14,33 +47,35 @@ class Seeds(Repo):
     json_fields = ("target_columns", "columns", "hints", "tags", "leaderboard")
     bool_fields = ("enabled",)
 
-    def upsert(self, seed: dict[str, Any]) -> str:
+    def upsert(self, seed: Mapping[str, object]) -> str:
         """Insert or replace a seed (keeps ``enabled``, ``tags`` and ``created_at`` of an existing row)."""
         with self.store.transaction() as db:
-            existing = self.find(seed["id"])
-            row = self.encode(seed)
+            seed_id = str(seed["id"])
+            existing = self.find(seed_id)
+            row = self.encode(dict(seed))
             stamp = now()
             row["updated_at"] = stamp
             if existing:
                 row["created_at"] = existing["created_at"]
                 row.setdefault("enabled", int(existing["enabled"]))
-                merged = sorted(set(existing["tags"]) | set(seed.get("tags", [])))
+                given = seed.get("tags")
+                merged = sorted(set(existing["tags"]) | set(given if isinstance(given, list) else []))
                 row["tags"] = self.encode({"tags": merged})["tags"]
             else:
                 row["created_at"] = stamp
             db.table(self.table).upsert(row, pk="id", alter=False)
-        return seed["id"]
+        return seed_id
 
-    def get(self, seed_id: str) -> Row:
+    def get(self, seed_id: str) -> SeedRow:
         row = self.find(seed_id)
         if row is None:
             raise NotFound(f"no seed with id {seed_id!r} (see `sandmle seeds list`)")
         return row
 
-    def find(self, seed_id: str) -> Row | None:
-        return self._get("id = ?", (seed_id,))
+    def find(self, seed_id: str) -> SeedRow | None:
+        return cast(SeedRow | None, self._get("id = ?", (seed_id,)))
 
-    def list(self, *, modality: str | None = None, enabled: bool | None = None, text: str | None = None) -> Rows:
+    def list(self, *, modality: str | None = None, enabled: bool | None = None, text: str | None = None) -> SeedRows:
         where: list[str] = []
         params: list[str | int] = []
         if modality:
@@ -60,7 +95,7 @@ class Seeds(Repo):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY s.id"
-        return self.decode_all(self.store.query(sql, tuple(params)))
+        return cast(SeedRows, self.decode_all(self.store.query(sql, tuple(params))))
 
     def set_enabled(self, seed_id: str, enabled: bool) -> None:
         self.get(seed_id)

@@ -9,7 +9,7 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import SeedError
 from ..grading.metrics import METRICS
@@ -76,9 +76,9 @@ class Seed:
         return row
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> "Seed":
+    def from_row(cls, row: Mapping[str, object]) -> "Seed":
         names = {f for f in cls.__dataclass_fields__}
-        data = {k: v for k, v in row.items() if k in names}
+        data: dict[str, Any] = {k: v for k, v in row.items() if k in names}  # the columns, as the table types them
         data["lower_is_better"] = bool(data["lower_is_better"])
         return cls(**data)
 

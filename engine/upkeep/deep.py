@@ -8,6 +8,7 @@ from functools import partial
 from pathlib import Path
 
 from store import Store, sha256_file
+from store.envs import EnvFile, EnvironmentRow
 
 from ..envs.layout import BUILD_PREFIX
 from . import leftovers
@@ -40,7 +41,7 @@ def _integrity(store: Store) -> list[Finding]:
 def _env_files(store: Store) -> list[Finding]:
     out = []
     for env in store.envs.list(status="verified"):
-        folder = Path(env["dir"]) if env.get("dir") else None
+        folder = Path(env["dir"]) if env["dir"] else None
         if folder is None or not folder.is_dir():
             moved = _moved(store, env["id"])
             if moved is None:
@@ -65,12 +66,12 @@ def _moved(store: Store, env_id: str) -> Path | None:
     return None
 
 
-def _relink(store: Store, env: dict, folder: Path) -> str:
+def _relink(store: Store, env: EnvironmentRow, folder: Path) -> str:
     store.envs.update(env["id"], dir=str(folder))
     return f"the row points at {folder} now"
 
 
-def _differs(path: Path, row: dict) -> bool:
+def _differs(path: Path, row: EnvFile) -> bool:
     try:
         return path.stat().st_size != row["size"] or sha256_file(path) != row["sha256"]
     except OSError:

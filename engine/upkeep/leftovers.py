@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from store import Store, process
+from store.envs import EnvironmentRow
 
 from ..envs.layout import BUILD_PREFIX, envs_root
 from ..sandbox.cgroups import RunCgroup, run_cgroup_names
@@ -70,7 +71,7 @@ def _mark(repo, row: dict) -> str:
 def _pending_envs(store: Store) -> list[Finding]:
     out = []
     for env in store.envs.list(status="pending"):
-        run = store.runs.find(env["run_id"]) if env.get("run_id") else None
+        run = store.runs.find(env["run_id"]) if env["run_id"] else None
         if run is not None and run["status"] == "running" and not process.gone(run):
             continue
         out.append(Finding("pending environments", env["id"], "reserved by a synthesis run that ended before "
@@ -78,9 +79,9 @@ def _pending_envs(store: Store) -> list[Finding]:
     return out
 
 
-def _drop_env(store: Store, env: dict) -> str:
+def _drop_env(store: Store, env: EnvironmentRow) -> str:
     store.envs.drop_pending(env["id"])
-    folder = Path(env["dir"]) if env.get("dir") else None
+    folder = Path(env["dir"]) if env["dir"] else None
     if folder is not None and folder.resolve().is_relative_to(envs_root(store).resolve()) and folder.exists():
         shutil.rmtree(folder)
         return f"deleted the row and {folder}"
