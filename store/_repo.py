@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import AbstractContextManager
-from typing import Any, Iterable, Protocol
+from typing import Any, Generic, Iterable, Mapping, Protocol, TypeVar, cast
 
 import sqlite_utils
 
@@ -34,7 +34,12 @@ class Database(Protocol):
     def execute(self, sql: str, params: Params = ()) -> int: ...
 
 
-class Repo:
+RowT = TypeVar("RowT", bound=Mapping[str, object])
+
+
+class Repo(Generic[RowT]):
+    """A repository over one table whose rows it returns as ``RowT`` (a TypedDict of the table's columns)."""
+
     table: str = ""
     json_fields: tuple[str, ...] = ()
     bool_fields: tuple[str, ...] = ()
@@ -42,7 +47,7 @@ class Repo:
     def __init__(self, store: Database):
         self.store = store
 
-    def encode(self, row: Row) -> Row:
+    def _encode(self, row: Row) -> Row:
         out = dict(row)
         for key in self.json_fields:
             if key in out and out[key] is not None and not isinstance(out[key], str):
@@ -52,7 +57,7 @@ class Repo:
                 out[key] = int(bool(out[key]))
         return out
 
-    def decode(self, row: Row) -> Row:
+    def _decode(self, row: Row) -> Row:
         out = dict(row)
         for key in self.json_fields:
             if key in out and isinstance(out[key], str):
@@ -62,19 +67,19 @@ class Repo:
                 out[key] = bool(out[key])
         return out
 
-    def decode_all(self, rows: Iterable[Row]) -> list[Row]:
-        return [self.decode(r) for r in rows]
+    def _decode_all(self, rows: Iterable[Row]) -> list[Row]:
+        return [self._decode(r) for r in rows]
 
     def _get(self, key_sql: str, params: Params) -> Row | None:
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE {key_sql}", params)
-        return self.decode(rows[0]) if rows else None
+        return self._decode(rows[0]) if rows else None
 
-    def stuck(self) -> list[dict[str, Any]]:
+    def stuck(self) -> list[RowT]:
         """Rows still ``running`` whose owner process has ended (killed before it could close them)."""
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE status = 'running'")
-        return [r for r in self.decode_all(rows) if process.gone(r)]
+        return cast(list[RowT], [r for r in self._decode_all(rows) if process.gone(r)])
 
     def _by_prefix(self, prefix: str) -> Row | None:
         """The one row whose id starts with ``prefix``; None when none or several do."""
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE id LIKE ? LIMIT 2", (f"{prefix}%",))
-        return self.decode(rows[0]) if len(rows) == 1 else None
+        return self._decode(rows[0]) if len(rows) == 1 else None

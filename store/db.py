@@ -161,6 +161,14 @@ class Store:
     def integrity_check(self) -> str:
         return self.conn.execute("PRAGMA integrity_check").fetchone()[0]
 
+    def foreign_key_problems(self) -> list[tuple[str, int, str]]:
+        """(table, rowid, parent table) of every row that points at a missing row (``PRAGMA foreign_key_check``)."""
+        return [(r["table"], r["rowid"], r["parent"]) for r in self.query("PRAGMA foreign_key_check")]
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection commits (``PRAGMA data_version``): cheap polling."""
+        return int(self.query("PRAGMA data_version")[0]["data_version"])
+
     def counts(self) -> dict[str, int]:
         names = ["seeds", "environments", "sandbox_runs", "runs", "trajectories", "checkpoints", "eval_results"]
         return {n: self.db[n].count for n in names}

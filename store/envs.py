@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence, TypedDict, cast
 
-from ._repo import Params, Repo, Row, Rows
+from ._repo import Params, Repo
 from .common import JSON, dumps, loads, now
 from .errors import NotFound
 
@@ -89,7 +89,7 @@ Attempts = list[Attempt]
 Columns = Mapping[str, object]
 
 
-class Environments(Repo):
+class Environments(Repo[EnvironmentRow]):
     table = "environments"
     json_fields = ("target_columns", "blueprint", "scenario", "thresholds", "verification")
 
@@ -104,7 +104,7 @@ class Environments(Repo):
         """Store an environment with its files (path, role, sha256, size) and leaderboard entries
         (name, score, rng_seed, source, wall_s) in one transaction."""
         env_id = str(env["id"])
-        row = self.encode(dict(env))
+        row = self._encode(dict(env))
         row.setdefault("created_at", now())
         with self.store.transaction() as db:
             if replace:
@@ -127,7 +127,7 @@ class Environments(Repo):
             env_id = base_id if n == 1 else f"{base_id}-{n}"
             try:
                 with self.store.transaction() as db:
-                    db.table("environments").insert(self.encode({**row, "id": env_id, "status": "pending",
+                    db.table("environments").insert(self._encode({**row, "id": env_id, "status": "pending",
                                                            "dir": str(folder / env_id), "created_at": now()}))
                 return env_id
             except sqlite3.IntegrityError:
@@ -163,7 +163,7 @@ class Environments(Repo):
         sql = "SELECT * FROM environments" + where + " ORDER BY created_at, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        return cast(EnvironmentRows, self.decode_all(self.store.query(sql, params)))
+        return cast(EnvironmentRows, self._decode_all(self.store.query(sql, params)))
 
     def count(self, *, seed_id: str | None = None, status: str | None = None, split: str | None = None,
               text: str | None = None, ids: Sequence[str] | None = None, since: str | None = None,
@@ -201,7 +201,7 @@ class Environments(Repo):
 
     def update(self, env_id: str, **fields: object) -> None:
         self.get(env_id)
-        row = self.encode(fields)
+        row = self._encode(fields)
         with self.store.transaction() as db:
             db.table("environments").update(env_id, row)
 
@@ -223,6 +223,10 @@ class Environments(Repo):
         order = "ASC" if env["lower_is_better"] else "DESC"
         return cast(Leaderboard, self.store.query(
             f"SELECT * FROM leaderboard WHERE env_id = ? ORDER BY score {order}, id", (env_id,)))
+
+    def folders(self) -> dict[str, str | None]:
+        """Environment id → its folder, for every environment (pending and rejected ones too)."""
+        return {r["id"]: r["dir"] for r in self.store.query("SELECT id, dir FROM environments")}
 
     def fingerprints(self, seed_id: str | None = None) -> Sequence[tuple[str, str]]:
         sql = "SELECT id, fingerprint FROM environments WHERE fingerprint IS NOT NULL"

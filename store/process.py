@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
+from typing import Mapping
 
 
 def start_time(pid: int) -> str | None:
@@ -21,23 +21,23 @@ def start_time(pid: int) -> str | None:
     return fields[19]
 
 
-def owner() -> dict[str, Any]:
+def owner() -> dict[str, int | str | None]:
     """This process as the owner of a row: ``pid``, ``pid_start``, ``host``."""
     pid = os.getpid()
     return {"pid": pid, "pid_start": start_time(pid), "host": socket.gethostname()}
 
 
-def gone(row: dict[str, Any]) -> bool:
+def gone(row: Mapping[str, object]) -> bool:
     """True when the row's owner process has ended. Only processes of this host are judged (another host's are
     never called gone), and a row with no pid recorded is not judged either."""
     pid = row.get("pid")
-    if not pid or row.get("host") != socket.gethostname():
+    if not isinstance(pid, int) or not pid or row.get("host") != socket.gethostname():
         return False
     if os.path.isdir("/proc"):
-        started = start_time(int(pid))
+        started = start_time(pid)
         return started is None or (row.get("pid_start") is not None and started != row["pid_start"])
     try:
-        os.kill(int(pid), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except PermissionError:

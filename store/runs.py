@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Iterable, Sequence, cast
+from typing import Any, Iterable, Mapping, Sequence, TypedDict, cast
 
 from . import process
-from ._repo import Repo, Row, Rows
-from .common import now
+from ._repo import Repo
+from .common import JSON, now
 from .errors import NotFound
 
 #: one metric's (step, value) points
@@ -22,7 +22,69 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
 
-class Runs(Repo):
+class RunRow(TypedDict):
+    """A row of ``runs``: a training run, an eval, a synthesis batch, a benchmark or a rollout."""
+
+    id: str
+    kind: str  #: synthesis | sft | grpo | eval | bench | rollout
+    name: str | None
+    status: str  #: pending | running | done | failed | stopped | dead
+    config: dict[str, JSON]
+    summary: dict[str, JSON]
+    parent_id: str | None
+    pid: int | None
+    pid_start: str | None
+    host: str | None
+    dir: str | None
+    error: str | None
+    created_at: str
+    started_at: str | None
+    ended_at: str | None
+    heartbeat_at: str | None
+
+
+class Checkpoint(TypedDict):
+    id: int
+    run_id: str
+    step: int
+    path: str
+    sha256: str
+    state: dict[str, JSON]
+    created_at: str
+
+
+class EvalResult(TypedDict):
+    """One episode of an eval run (``error`` when it could not run: then it is not a result)."""
+
+    id: int
+    run_id: str
+    env_id: str | None
+    trajectory_id: str | None
+    policy: str
+    scaffold: str
+    rng_seed: int | None
+    score: float | None
+    valid: int
+    gold: int
+    silver: int
+    bronze: int
+    above_median: int
+    human_rank: float | None
+    reward: float | None
+    created_at: str
+    error: str | None
+    has_leaderboard: int
+
+
+#: lists of rows (aliases: inside the class, ``list`` names its ``list`` method)
+RunRows = list[RunRow]
+Checkpoints = list[Checkpoint]
+EvalResults = list[EvalResult]
+#: the columns given to create or update a row (a subset of the row's)
+Columns = Mapping[str, object]
+
+
+class Runs(Repo[RunRow]):
     table = "runs"
     json_fields = ("config", "summary")
     #: a row a launcher made in advance for this process's work (the workbench's job id): the first ``create``
@@ -30,7 +92,7 @@ class Runs(Repo):
     adopt_id: str | None = None
 
     def create(
-        self, kind: str, config: dict[str, Any] | None = None, *, name: str | None = None,
+        self, kind: str, config: Mapping[str, object] | None = None, *, name: str | None = None,
         parent_id: str | None = None, dir: str | None = None, status: str = "running", run_id: str | None = None,
     ) -> str:
         if kind not in KINDS:
@@ -41,7 +103,7 @@ class Runs(Repo):
                 return adopted
         run_id = run_id or new_id(kind)
         stamp = now()
-        row = self.encode({
+        row = self._encode({
             "id": run_id, "kind": kind, "name": name, "status": status, "config": config or {},
             "parent_id": parent_id, "dir": dir, **process.owner(), "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
         })
@@ -49,7 +111,7 @@ class Runs(Repo):
             db.table("runs").insert(row, pk="id")
         return run_id
 
-    def adopt(self, kind: str, config: dict[str, Any] | None = None, *, name: str | None = None,
+    def adopt(self, kind: str, config: Mapping[str, object] | None = None, *, name: str | None = None,
               parent_id: str | None = None, dir: str | None = None, status: str = "running") -> str | None:
         """Fill in the row ``adopt_id`` names (once, and only with a run of its kind) and return its id, so that
         one piece of work started by a launcher is one run; None when there is nothing to adopt. The launcher's own
@@ -64,18 +126,19 @@ class Runs(Repo):
                     started_at=stamp if status == "running" else None, heartbeat_at=stamp)
         return row["id"]
 
-    def get(self, run_id: str) -> Row:
+    def get(self, run_id: str) -> RunRow:
         row = self.find(run_id)
         if row is None:
             raise NotFound(f"no run with id {run_id!r} (see `sandmle runs list`)")
         return row
 
-    def find(self, run_id: str) -> Row | None:
+    def find(self, run_id: str) -> RunRow | None:
         """The run with this id, or with this unique id prefix (as git does); None when there is none."""
-        return self._get("id = ?", (run_id,)) or self._by_prefix(run_id)
+        return cast(RunRow | None, self._get("id = ?", (run_id,)) or self._by_prefix(run_id))
 
-    def list(self, *, kind: str | None = None, status: str | None = None, limit: int | None = 500) -> Rows:
-        where, params = [], []
+    def list(self, *, kind: str | None = None, status: str | None = None, limit: int | None = 500) -> RunRows:
+        where: list[str] = []
+        params: list[str] = []
         for col, val in (("kind", kind), ("status", status)):
             if val is not None:
                 where.append(f"{col} = ?")
@@ -84,12 +147,12 @@ class Runs(Repo):
         sql += " ORDER BY created_at DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return self.decode_all(self.store.query(sql, tuple(params)))
+        return cast(RunRows, self._decode_all(self.store.query(sql, tuple(params))))
 
-    def update(self, run_id: str, **fields: Any) -> None:
+    def update(self, run_id: str, **fields: object) -> None:
         if fields.get("pid") and "pid_start" not in fields:  # a new owner: record its start time with its pid
-            fields["pid_start"] = process.start_time(fields["pid"])
-        row = self.encode(fields)
+            fields["pid_start"] = process.start_time(int(cast(int, fields["pid"])))
+        row = self._encode(fields)
         with self.store.transaction() as db:
             db.table("runs").update(run_id, row)
 
@@ -98,7 +161,7 @@ class Runs(Repo):
         self.update(run_id, status="running", started_at=stamp, heartbeat_at=stamp, **process.owner(), error=None,
                     ended_at=None)
 
-    def finish(self, run_id: str, status: str = "done", *, summary: dict | None = None, error: str | None = None) -> None:
+    def finish(self, run_id: str, status: str = "done", *, summary: Mapping[str, object] | None = None, error: str | None = None) -> None:
         if status not in STATUSES:
             raise ValueError(f"unknown status {status!r}")
         fields: dict[str, Any] = {"status": status, "ended_at": now(), "error": error}
@@ -106,7 +169,7 @@ class Runs(Repo):
             fields["summary"] = summary
         self.update(run_id, **fields)
 
-    def mark_dead(self, rows: Rows | None = None) -> Sequence[str]:
+    def mark_dead(self, rows: Sequence[RunRow] | None = None) -> Sequence[str]:
         """Mark ``running`` runs whose process is gone as ``dead`` (resumable); returns their ids. ``rows`` limits
         the check to those rows."""
         dead = self.stuck() if rows is None else [r for r in rows if process.gone(r)]
@@ -155,26 +218,26 @@ class Runs(Repo):
         return row["s"]
 
     # --------------------------------------------------------------- checkpoints
-    def add_checkpoint(self, run_id: str, step: int, path: str, sha256: str, state: dict | None = None) -> int:
+    def add_checkpoint(self, run_id: str, step: int, path: str, sha256: str, state: Mapping[str, object] | None = None) -> int:
         with self.store.transaction() as db:
             return cast(int, db.table("checkpoints").insert(  # an INTEGER PRIMARY KEY
                 {"run_id": run_id, "step": int(step), "path": str(path), "sha256": sha256,
-                 "state": self.encode({"config": state or {}})["config"], "created_at": now()},
+                 "state": self._encode({"config": state or {}})["config"], "created_at": now()},
                 replace=True,
             ).last_pk)
 
-    def checkpoints(self, run_id: str) -> Rows:
+    def checkpoints(self, run_id: str) -> Checkpoints:
         rows = self.store.query("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY step", (run_id,))
         for r in rows:
-            r["state"] = self.decode({"config": r["state"]})["config"]
-        return rows
+            r["state"] = self._decode({"config": r["state"]})["config"]
+        return cast(Checkpoints, rows)
 
-    def latest_checkpoint(self, run_id: str) -> dict[str, Any] | None:
+    def latest_checkpoint(self, run_id: str) -> Checkpoint | None:
         rows = self.checkpoints(run_id)
         return rows[-1] if rows else None
 
     # --------------------------------------------------------------- eval results
-    def add_eval_results(self, run_id: str, results: Iterable[dict[str, Any]]) -> None:
+    def add_eval_results(self, run_id: str, results: Iterable[Columns]) -> None:
         stamp = now()
         rows = [{"run_id": run_id, "created_at": stamp, **r} for r in results]
         for r in rows:
@@ -189,5 +252,6 @@ class Runs(Repo):
         """Forget the episodes of an eval run that could not run (so that resuming plays them again)."""
         return self.store.execute("DELETE FROM eval_results WHERE run_id = ? AND error IS NOT NULL", (run_id,))
 
-    def eval_results(self, run_id: str) -> Rows:
-        return self.store.query("SELECT * FROM eval_results WHERE run_id = ? ORDER BY env_id, rng_seed, id", (run_id,))
+    def eval_results(self, run_id: str) -> EvalResults:
+        return cast(EvalResults, self.store.query(
+            "SELECT * FROM eval_results WHERE run_id = ? ORDER BY env_id, rng_seed, id", (run_id,)))

@@ -2,34 +2,67 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Mapping, Sequence, TypedDict, cast
 
 from . import process
-from ._repo import Params, Repo, Row, Rows
-from .common import dumps, now
+from ._repo import Params, Repo
+from .common import JSON, dumps, now
 from .errors import NotFound
 
 
-class SandboxRuns(Repo):
+class SandboxRunRow(TypedDict):
+    """A row of ``sandbox_runs``: one command or snippet run in a sandbox (JSON columns decoded)."""
+
+    id: str
+    env_id: str | None
+    run_id: str | None
+    trajectory_id: str | None
+    backend: str
+    executor: str | None
+    command: str
+    status: str  #: running | ok | error | timeout | memory | killed | output_limit | dead
+    exit_code: int | None
+    limits: dict[str, JSON]
+    isolation: dict[str, JSON]
+    warnings: list[str]
+    wall_s: float | None
+    cpu_s: float | None
+    peak_rss_mb: float | None
+    stdout_tail: str | None
+    stderr_tail: str | None
+    log_path: str | None
+    workdir: str | None
+    started_at: str
+    ended_at: str | None
+    pid: int | None
+    pid_start: str | None
+    host: str | None
+
+
+#: several rows (an alias: inside the class, ``list`` names its ``list`` method)
+SandboxRunRows = list[SandboxRunRow]
+
+
+class SandboxRuns(Repo[SandboxRunRow]):
     table = "sandbox_runs"
     json_fields = ("limits", "isolation", "warnings")
 
-    def start(self, run: dict[str, Any]) -> str:
+    def start(self, run: Mapping[str, object]) -> str:
         """Record a run that starts now, owned by this process (pid, start time, host)."""
-        row = self.encode({**process.owner(), **run})
+        row = self._encode({**process.owner(), **run})
         row.setdefault("started_at", now())
         row.setdefault("status", "running")
         with self.store.transaction() as db:
             db.table("sandbox_runs").insert(row, pk="id")
-        return run["id"]
+        return str(run["id"])
 
-    def finish(self, run_id: str, **fields: Any) -> None:
-        row = self.encode(fields)
+    def finish(self, run_id: str, **fields: object) -> None:
+        row = self._encode(fields)
         row.setdefault("ended_at", now())
         with self.store.transaction() as db:
             db.table("sandbox_runs").update(run_id, row)
 
-    def mark_dead(self, rows: list[dict[str, Any]] | None = None) -> list[str]:
+    def mark_dead(self, rows: Sequence[SandboxRunRow] | None = None) -> list[str]:
         """Mark ``running`` runs whose process is gone (killed before it could record the end) as ``dead``;
         returns their ids. ``rows`` limits the check to those rows."""
         dead = self.stuck() if rows is None else [r for r in rows if r["status"] == "running" and process.gone(r)]
@@ -42,32 +75,33 @@ class SandboxRuns(Repo):
                                                                         r["id"]))
         return [r["id"] for r in dead]
 
-    def get(self, run_id: str) -> Row:
+    def get(self, run_id: str) -> SandboxRunRow:
         row = self.find(run_id)
         if row is None:
             raise NotFound(f"no sandbox run with id {run_id!r} (see `sandmle sandbox runs list`)")
         return row
 
-    def find(self, run_id: str) -> Row | None:
+    def find(self, run_id: str) -> SandboxRunRow | None:
         """The run with this id, or with this unique id prefix (as git does); None when there is none."""
-        return self._get("id = ?", (run_id,)) or self._by_prefix(run_id)
+        return cast(SandboxRunRow | None, self._get("id = ?", (run_id,)) or self._by_prefix(run_id))
 
     def list(
         self, *, status: str | None = None, env_id: str | None = None, run_id: str | None = None,
         text: str | None = None, limit: int | None = 200, offset: int = 0,
-    ) -> Rows:
+    ) -> SandboxRunRows:
         """Newest first; ``text`` matches part of the id, run id, environment id or command."""
         where, params = self._where(status=status, env_id=env_id, run_id=run_id, text=text)
         sql = "SELECT * FROM sandbox_runs" + where + " ORDER BY started_at DESC, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        return self.decode_all(self.store.query(sql, params))
+        return cast(SandboxRunRows, self._decode_all(self.store.query(sql, params)))
 
-    def count(self, **filters: Any) -> int:
-        if not any(v is not None for v in filters.values()):
+    def count(self, *, status: str | None = None, env_id: str | None = None, run_id: str | None = None,
+              text: str | None = None) -> int:
+        if status is None and env_id is None and run_id is None and not text:
             return self.store.db.table("sandbox_runs").count
-        where, params = self._where(**filters)
-        return self.store.query("SELECT COUNT(*) AS n FROM sandbox_runs" + where, params)[0]["n"]
+        where, params = self._where(status=status, env_id=env_id, run_id=run_id, text=text)
+        return int(self.store.query("SELECT COUNT(*) AS n FROM sandbox_runs" + where, params)[0]["n"])
 
     @staticmethod
     def _where(*, status: str | None = None, env_id: str | None = None, run_id: str | None = None,

@@ -42,7 +42,7 @@ class SeedRow(TypedDict):
 SeedRows = list[SeedRow]
 
 
-class Seeds(Repo):
+class Seeds(Repo[SeedRow]):
     table = "seeds"
     json_fields = ("target_columns", "columns", "hints", "tags", "leaderboard")
     bool_fields = ("enabled",)
@@ -52,7 +52,7 @@ class Seeds(Repo):
         with self.store.transaction() as db:
             seed_id = str(seed["id"])
             existing = self.find(seed_id)
-            row = self.encode(dict(seed))
+            row = self._encode(dict(seed))
             stamp = now()
             row["updated_at"] = stamp
             if existing:
@@ -60,7 +60,7 @@ class Seeds(Repo):
                 row.setdefault("enabled", int(existing["enabled"]))
                 given = seed.get("tags")
                 merged = sorted(set(existing["tags"]) | set(given if isinstance(given, list) else []))
-                row["tags"] = self.encode({"tags": merged})["tags"]
+                row["tags"] = self._encode({"tags": merged})["tags"]
             else:
                 row["created_at"] = stamp
             db.table(self.table).upsert(row, pk="id", alter=False)
@@ -95,7 +95,7 @@ class Seeds(Repo):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY s.id"
-        return cast(SeedRows, self.decode_all(self.store.query(sql, tuple(params))))
+        return cast(SeedRows, self._decode_all(self.store.query(sql, tuple(params))))
 
     def set_enabled(self, seed_id: str, enabled: bool) -> None:
         self.get(seed_id)
@@ -111,7 +111,7 @@ class Seeds(Repo):
             result = sorted(tags)
             self.store.conn.execute(
                 "UPDATE seeds SET tags = ?, updated_at = ? WHERE id = ?",
-                (self.encode({"tags": result})["tags"], now(), seed_id),
+                (self._encode({"tags": result})["tags"], now(), seed_id),
             )
         return result
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ._repo import Repo
+from ._repo import Repo, Row
 from .common import JSON, now
 from .errors import NotFound
 
@@ -76,7 +76,7 @@ class Trajectory:
 _EXTRA = ("sandbox_s", "error", "state")  # kept in the reward_breakdown column
 
 
-class Trajectories(Repo):
+class Trajectories(Repo[Row]):
     table = "trajectories"
     json_fields = ("grade", "reward_breakdown")
     bool_fields = ("terminated", "truncated", "timed_out")
@@ -89,7 +89,7 @@ class Trajectories(Repo):
             breakdown["error"] = t.error
         if t.state:
             breakdown["state"] = t.state
-        row = self.encode({
+        row = self._encode({
             "id": t.id, "run_id": t.run_id, "env_id": t.env_id, "policy": t.policy, "scaffold": t.scaffold,
             "group_id": t.group_id, "step": t.step, "rng_seed": t.rng_seed, "status": t.status,
             "terminated": t.terminated, "truncated": t.truncated, "timed_out": t.timed_out,
@@ -133,7 +133,7 @@ class Trajectories(Repo):
         sql = "SELECT * FROM trajectories" + where + " ORDER BY created_at, id"
         if limit is not None:
             sql += f" LIMIT {int(limit)} OFFSET {int(offset)}"
-        return [self._record(r) for r in self.decode_all(self.store.query(sql, params))]
+        return [self._record(r) for r in self._decode_all(self.store.query(sql, params))]
 
     def count(self, *, run_id: str | None = None, env_id: str | None = None, group_id: str | None = None,
               policy: str | None = None, min_reward: float | None = None) -> int:

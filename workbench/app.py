@@ -139,7 +139,7 @@ class Workbench(App):
 
     # ------------------------------------------------------------------ the store changed
     def _read_data_version(self) -> int:
-        return self.store.query("PRAGMA data_version")[0]["data_version"]
+        return self.store.data_version()
 
     def poll_store(self) -> None:
         """Another process (or another connection of this one) committed: refresh the active screen."""

@@ -32,9 +32,9 @@ def _integrity(store: Store) -> list[Finding]:
     verdict = store.integrity_check()
     if verdict != "ok":
         out.append(Finding("sqlite integrity", str(store.path), f"PRAGMA integrity_check: {verdict}"))
-    for row in store.query("PRAGMA foreign_key_check"):
+    for table, rowid, parent in store.foreign_key_problems():
         out.append(Finding("sqlite integrity", str(store.path),
-                           f"table {row['table']} row {row['rowid']} points at a missing {row['parent']} row"))
+                           f"table {table} row {rowid} points at a missing {parent} row"))
     return out
 
 
@@ -79,9 +79,9 @@ def _differs(path: Path, row: EnvFile) -> bool:
 
 
 def _orphan_folders(store: Store) -> list[Finding]:
-    rows = store.query("SELECT id, dir FROM environments")
-    claimed = {Path(r["dir"]).resolve() for r in rows if r["dir"]}
-    ids = {r["id"] for r in rows}  # envs/<id> of a row whose stored path is stale is not an orphan
+    folders = store.envs.folders()
+    claimed = {Path(d).resolve() for d in folders.values() if d}
+    ids = set(folders)  # envs/<id> of a row whose stored path is stale is not an orphan
     out = []
     for name in ENV_FOLDERS:
         root = store.data_dir / name

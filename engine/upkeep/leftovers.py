@@ -55,16 +55,15 @@ def clear(store: Store) -> list[Finding]:
 
 
 def _stuck_runs(store: Store) -> list[Finding]:
-    out = []
-    for repo, label in ((store.runs, "run"), (store.sandbox, "sandbox run")):
-        for row in repo.stuck():
-            out.append(Finding("stuck runs", row["id"], f"{label} still 'running', but its process (pid "
-                               f"{row['pid']}) has ended", fix=partial(_mark, repo, row)))
-    return out
+    stuck: list[tuple[str, str, int | None, Callable[[], object]]] = [
+        *(("run", r["id"], r["pid"], partial(store.runs.mark_dead, [r])) for r in store.runs.stuck()),
+        *(("sandbox run", r["id"], r["pid"], partial(store.sandbox.mark_dead, [r])) for r in store.sandbox.stuck())]
+    return [Finding("stuck runs", run_id, f"{label} still 'running', but its process (pid {pid}) has ended",
+                    fix=partial(_mark, mark)) for label, run_id, pid, mark in stuck]
 
 
-def _mark(repo, row: dict) -> str:
-    repo.mark_dead([row])
+def _mark(mark_dead: Callable[[], object]) -> str:
+    mark_dead()
     return "marked dead"
 
 
