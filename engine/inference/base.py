@@ -12,9 +12,12 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, runtime_checkable
 
 from ..errors import SandmleError
+
+if TYPE_CHECKING:  # heavy: only the type of the model a sampler publishes
+    import torch
 
 #: the name an adapter of policy version N is loaded under in an engine (vLLM)
 ADAPTER_PREFIX = "policy-step-"
@@ -103,7 +106,7 @@ class Sampler(Protocol):
         """One sample per request, in order. Safe to call from many threads at once."""
         ...
 
-    def publish(self, model: Any, version: int) -> None:
+    def publish(self, model: torch.nn.Module, version: int) -> None:
         """Make the trainer's current adapter (``model``, a PEFT model) the one sampled from, as ``version``."""
         ...
 

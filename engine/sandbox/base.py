@@ -12,10 +12,16 @@ import abc
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Self, Sequence
+from typing import Mapping, Self, Sequence
 
+from store.common import JSON
+
+from ..config import SandboxSettings
 from ..errors import SandboxError
 from .text import head_tail
+
+#: what a run is recorded with besides its command (env_id, run_id, trajectory_id, executor)
+RunMeta = Mapping[str, str | None]
 
 #: run statuses, most specific cause first
 STATUSES = ("ok", "error", "timeout", "memory", "killed", "output_limit")
@@ -32,14 +38,13 @@ class Limits:
     max_disk_mb: int = 2048  #: disk a workspace may fill (a size-limited tmpfs where the machine allows)
     tail_chars: int = 4000  #: characters of stdout/stderr kept for the agent (head + tail)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, float]:
         return asdict(self)
 
     @classmethod
-    def from_settings(cls, s: Any) -> "Limits":
+    def from_settings(cls, s: SandboxSettings) -> "Limits":
         return cls(timeout_s=s.timeout_s, cpu_s=s.cpu_s, memory_mb=s.memory_mb, max_procs=s.max_procs,
-                   max_file_mb=s.max_file_mb, max_output_kb=s.max_output_kb,
-                   max_disk_mb=getattr(s, "max_disk_mb", cls.max_disk_mb))
+                   max_file_mb=s.max_file_mb, max_output_kb=s.max_output_kb, max_disk_mb=s.max_disk_mb)
 
 
 @dataclass
@@ -55,13 +60,13 @@ class RunResult:
     log_path: str | None = None
     warnings: list[str] = field(default_factory=list)
     #: isolation features active during the run (namespaces, cgroups, warm, ...)
-    isolation: dict[str, Any] = field(default_factory=dict)
+    isolation: dict[str, JSON] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, JSON]:
         return asdict(self)
 
     def observation(self, max_chars: int = 4000) -> str:
@@ -85,11 +90,11 @@ class Workspace(abc.ABC):
 
     @abc.abstractmethod
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: dict[str, Any] | None = None, warm: bool | None = None) -> RunResult:
+            meta: RunMeta | None = None, warm: bool | None = None) -> RunResult:
         """Run a command (argv list, or a shell string run by ``/bin/sh -c``) inside the workspace. ``warm`` asks
         for a pre-started interpreter where the backend keeps one (a hint: others run every command cold)."""
 
-    def run_python(self, code: str, *, limits: Limits | None = None, meta: dict[str, Any] | None = None,
+    def run_python(self, code: str, *, limits: Limits | None = None, meta: RunMeta | None = None,
                    filename: str = "_step.py", warm: bool | None = None) -> RunResult:
         self.write_file(filename, code.encode())
         return self.run(["python", filename], limits=limits, meta=meta, warm=warm)

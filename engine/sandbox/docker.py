@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from store.common import JSON
+
 from ..errors import SandboxError
-from .base import HostFolderFiles, Limits, RunResult, SandboxBackend, Workspace, new_run_id
+from .base import HostFolderFiles, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id
 from .text import head_tail
 
 WORKDIR = "/workspace"
@@ -46,7 +48,7 @@ class DockerWorkspace(HostFolderFiles, Workspace):
         target.chmod(0o666)  # the container's user must be able to rewrite it
 
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: dict[str, Any] | None = None, warm: bool | None = None) -> RunResult:
+            meta: RunMeta | None = None, warm: bool | None = None) -> RunResult:
         """Run a command in the container (no warm worker here: ``warm`` is ignored)."""
         if self._closed:
             raise SandboxError("the workspace is closed")
@@ -59,7 +61,7 @@ class DockerWorkspace(HostFolderFiles, Workspace):
         run_id = new_run_id()
         log_path = self.backend.log_dir / f"{run_id}.log"
         store = self.backend.store
-        iso = {"container": True, "network_off": True, "cap_drop_all": True, "read_only_root": True,
+        iso: dict[str, JSON] = {"container": True, "network_off": True, "cap_drop_all": True, "read_only_root": True,
                "cgroup_pids": True, "cgroup_memory": True, "unprivileged_uid": True, "warm": False}
         if store is not None:
             store.sandbox.start({"id": run_id, "backend": "docker", "command": " ".join(argv),

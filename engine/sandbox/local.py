@@ -25,7 +25,7 @@ from store import process
 
 from ..errors import SandboxError
 from . import features as _features
-from .base import HostFolderFiles, Limits, RunResult, SandboxBackend, Workspace, new_run_id
+from .base import HostFolderFiles, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id
 from .cgroups import RunCgroup
 from .process import RunHandle, run_env, venv_python
 from .text import head_tail
@@ -50,7 +50,7 @@ class LocalWorkspace(HostFolderFiles, Workspace):
 
     # ------------------------------------------------------------------ runs
     def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: dict[str, Any] | None = None, warm: bool | None = None) -> RunResult:
+            meta: RunMeta | None = None, warm: bool | None = None) -> RunResult:
         """Run a command. ``python FILE`` (a file in the workspace, no options) may go to the warm worker:
         ``warm=True`` asks for it; by default commands run cold."""
         script = None
@@ -60,7 +60,7 @@ class LocalWorkspace(HostFolderFiles, Workspace):
                 script = candidate
         return self.backend._run(self, command, limits=limits, meta=meta, warm=script is not None, script=script)
 
-    def run_python(self, code: str, *, limits: Limits | None = None, meta: dict[str, Any] | None = None,
+    def run_python(self, code: str, *, limits: Limits | None = None, meta: RunMeta | None = None,
                    filename: str = "_step.py", warm: bool | None = None) -> RunResult:
         """Run a snippet; on the warm worker unless ``warm=False`` or the backend has it off."""
         self.write_file(filename, code.encode())
@@ -295,7 +295,7 @@ class LocalBackend(SandboxBackend):
         return RunHandle(proc.pid, proc=proc)
 
     def _run(self, ws: LocalWorkspace, command: Sequence[str] | str, *, limits: Limits | None,
-             meta: dict[str, Any] | None, warm: bool, script: str | None = None) -> RunResult:
+             meta: RunMeta | None, warm: bool, script: str | None = None) -> RunResult:
         if ws._closed:
             raise SandboxError("the workspace is closed")
         limits = limits or self.default_limits
