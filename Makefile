@@ -14,12 +14,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
-# What the local sandbox backend needs: bubblewrap (installed when we are root with apt-get).
+# What the sandbox backends need: bubblewrap (local) and docker.io (the docker backend; its tests start dockerd),
+# installed when we are root with apt-get; elsewhere a note (the docker tests then skip, saying why).
 sandbox-deps:
-	@if ! command -v bwrap >/dev/null 2>&1; then \
+	@missing=""; command -v bwrap >/dev/null 2>&1 || missing=" bubblewrap"; \
+	command -v dockerd >/dev/null 2>&1 || missing="$$missing docker.io"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    (apt-get update -qq && apt-get install -y -qq bubblewrap) >/dev/null 2>&1 || echo "note: could not install bubblewrap; see 'sandmle doctor'"; \
-	  else echo "note: bubblewrap is not installed; 'sandmle doctor' says how to add it"; fi; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null 2>&1 \
+	      || echo "note: could not install$$missing; see 'sandmle doctor'"; \
+	  else echo "note: not installed:$$missing; 'sandmle doctor' says how to add it"; fi; \
 	fi
 
 setup: $(STAMP) sandbox-deps

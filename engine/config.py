@@ -22,6 +22,10 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
+#: the docker backend's image unless the settings name another: built here by ``sandmle sandbox build-image``
+DEFAULT_DOCKER_IMAGE = "sandmle-base:1"
+
+
 class SandboxSettings(_Section):
     backend: Literal["local", "docker"] = Field("local", description="where untrusted code runs")
     warm: bool = Field(True, description="use a pre-started worker with the heavy imports done")
@@ -35,7 +39,19 @@ class SandboxSettings(_Section):
     max_file_mb: int = Field(512, ge=1, description="largest file a run may write")
     max_output_kb: int = Field(4096, ge=1, description="log kept per run; output past it stops the run")
     max_disk_mb: int = Field(2048, ge=16, description="disk a workspace may fill (tmpfs quota where allowed)")
-    docker_image: str = Field("python:3.11-slim", description="image of the docker backend")
+    docker_image: str = Field(DEFAULT_DOCKER_IMAGE, description=(
+        "image of the docker backend: the base image built from this machine (host /usr, /etc, interpreter and "
+        "virtual env mounted read-only), or any image with python, sh, timeout and util-linux (a GPU server's)"))
+
+    def override(self, *, backend: str | None = None, memory_mb: int | None = None, max_procs: int | None = None,
+                 timeout_s: float | None = None) -> SandboxSettings:
+        """These settings with a command's options applied (``None`` keeps a setting), validated."""
+        given = {"backend": backend, "memory_mb": memory_mb, "max_procs": max_procs, "timeout_s": timeout_s}
+        try:
+            return SandboxSettings.model_validate(
+                {**self.model_dump(), **{k: v for k, v in given.items() if v is not None}})
+        except ValidationError as exc:
+            raise _error(exc, "command-line options") from None
 
 
 class ExecutorSettings(_Section):

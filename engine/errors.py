@@ -51,3 +51,11 @@ class InvalidSubmission(GradingError):
 
 class TrainingError(SandmleError):
     pass
+
+
+class FileTooLarge(SandboxError):
+    """A workspace file is over the size a caller may take out of the sandbox."""
+
+    def __init__(self, relpath: str, size: int, limit: int):
+        super().__init__(f"{relpath}: too large ({size / 2**20:.1f} MB, limit {limit / 2**20:.1f} MB)")
+        self.relpath, self.size, self.limit = relpath, size, limit

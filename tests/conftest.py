@@ -96,3 +96,18 @@ def seed_copy(tmp_path):
         return dest
 
     return make
+
+
+@pytest.fixture(scope="session")
+def docker_daemon():
+    """A Docker daemon for the docker-backend tests: the one that answers, else one started for the session (and
+    stopped after it when no other test session uses it); the tests skip with the reason where neither works."""
+    from dockerd import Daemon
+
+    daemon = Daemon()
+    reason = daemon.acquire()
+    if reason is not None:
+        daemon.release()
+        pytest.skip(reason)
+    yield
+    daemon.release()

@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
+from engine.errors import FileTooLarge, SandboxError
+from engine.sandbox import Workspace
+
 SECRET = "SECRET-ANSWER-7f3a9c"
 
 
@@ -69,8 +74,8 @@ def _expect_network_off(out: dict) -> None:
     assert out["lo_up"] is False, out
 
 
-def _expect_network_off_bwrap(out: dict) -> None:
-    """bubblewrap brings its own loopback up: the only interface, with nothing of the host's behind it."""
+def _expect_network_off_loopback_up(out: dict) -> None:
+    """bubblewrap and docker bring their own loopback up: the only interface, with nothing of the host's behind it."""
     assert out["connect"].startswith("failed"), out
     assert out["interfaces"] == ["lo"], out
 
@@ -83,7 +88,7 @@ def _expect_parent_safe(out: dict) -> None:
     assert out["host_pid"] == "ProcessLookupError", out  # the host's processes do not exist in there
 
 
-def cases(host: Host, host_pid: int, workspace_parent_hint: str = "..", *, bwrap: bool = False) -> list[Case]:
+def cases(host: Host, host_pid: int, workspace_parent_hint: str = "..", *, loopback_up: bool = False) -> list[Case]:
     answers = str(host.answers)
     read_code = f"""
 import json, os
@@ -178,7 +183,7 @@ time.sleep(0.3)
 print('{{"parent": "done"}}')
 """
     return [
-        Case("network", net_code, "ok", check=_expect_network_off_bwrap if bwrap else _expect_network_off),
+        Case("network", net_code, "ok", check=_expect_network_off_loopback_up if loopback_up else _expect_network_off),
         Case("read_private", read_code, "ok", check=_expect_all_denied),
         Case("write_outside", write_code, "ok", check=_expect_all_denied),
         Case("signal_parent", signal_code, "ok", check=_expect_parent_safe),
@@ -204,8 +209,9 @@ def parse_last_json(stdout: str) -> dict:
     raise AssertionError(f"no JSON line in output: {stdout[-500:]!r}")
 
 
-def verify(case: Case, result: dict, workspace: Path | None, host: Host) -> None:
-    """Assert a finished case: its status, its output check, and that nothing escaped to the host."""
+def verify(case: Case, result: dict, workspace: Workspace | None, host: Host, parent: Path | None = None) -> None:
+    """Assert a finished case: its status, its output check, and that nothing escaped to the host (``parent``: the
+    host folder holding the workspace, where it has one)."""
     assert result["status"] == case.status, (case.name, result["status"], result.get("stderr_tail", "")[-800:],
                                              result.get("warnings"))
     if case.check is not None:
@@ -220,14 +226,42 @@ def verify(case: Case, result: dict, workspace: Path | None, host: Host) -> None
             time.sleep(0.05)
         assert not processes_with_cmdline(token), "a setsid double-forked daemon outlived its run"
     if workspace is not None and case.name == "write_outside":
-        assert (workspace / "inside.txt").read_text() == "ok"
-        assert not (workspace.parent / "escaped.txt").exists()
+        assert workspace.read_file("inside.txt") == b"ok"
+        assert parent is None or not (parent / "escaped.txt").exists()
     try:
         conn, _ = host.listener.accept()
         conn.close()
         raise AssertionError("a sandboxed run connected to the host's listener")
     except BlockingIOError:
         pass
+
+
+def check_files_in_and_out(ws: Workspace, tmp_path: Path) -> None:
+    """The workspace interface, as every backend must honour it (``ws`` holds a copy of make_host's public/)."""
+    assert ws.read_file("train.csv").startswith(b"id,x,y")
+    ws.write_file("val/a.csv", b"a\n1\n")
+    ws.link("val/train.csv", "../train.csv")
+    with pytest.raises(SandboxError, match="outside"):
+        ws.link("val/x", "../../etc/passwd")
+    made = ws.run(["sh", "-c", "wc -l < val/train.csv; mkdir -p out/sub; echo hi > out/sub/b.txt; "
+                               "ln -s out/sub/b.txt pointer.txt"])
+    assert made.status == "ok" and made.stdout_tail.strip() == "3"
+    ws.copy_out("out", tmp_path / "out")
+    assert (tmp_path / "out" / "sub" / "b.txt").read_text() == "hi\n"
+    ws.copy_out("pointer.txt", tmp_path / "pointer.txt")  # a link inside the workspace is followed
+    assert (tmp_path / "pointer.txt").read_text() == "hi\n"
+    ws.run(["sh", "-c", "head -c 3000000 /dev/zero > big.bin; ln -s /etc/passwd out/leak"])
+    assert ws.size("big.bin") == 3_000_000 and ws.size("nothing") is None and ws.size("out") is None
+    with pytest.raises(FileTooLarge):
+        ws.read_file("big.bin", max_bytes=1_000_000)
+    with pytest.raises(FileTooLarge):
+        ws.copy_out("big.bin", tmp_path / "big.bin", max_bytes=1_000_000)
+    assert not (tmp_path / "big.bin").exists()
+    with pytest.raises(SandboxError, match="not a regular file"):
+        ws.copy_out("out", tmp_path / "again")
+    ws.remove("big.bin")
+    ws.remove("out")
+    assert ws.size("big.bin") is None and ws.size("out/sub/b.txt") is None
 
 
 def daemon_token(pid: int) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from engine.errors import SandboxError
 from engine.executors import SandboxJob, WorkerLost, get_executor, run_sandbox_job
-from engine.sandbox import Limits
+from engine.sandbox import Limits, RunMeta
 from engine.sandbox.features import detect
 
 from sandbox_cases import cases, host_pid, make_host, verify
@@ -48,7 +48,7 @@ def test_local_workers_run_8_concurrent_jobs_all_recorded(store, tmp_path, kind)
     src = tmp_path / "public"
     src.mkdir()
     (src / "train.csv").write_text("a\n1\n")
-    jobs = [SandboxJob(code=JOB_CODE % i, source=str(src), meta={"trajectory_id": f"t{i}"}) for i in range(8)]
+    jobs = [SandboxJob(code=JOB_CODE % i, source=str(src), meta=RunMeta(trajectory_id=f"t{i}")) for i in range(8)]
     seen = []
     with get_executor(kind, store=store, workers=4) as ex:
         results = ex.map(run_sandbox_job, jobs, on_result=lambda i, r: seen.append(i))

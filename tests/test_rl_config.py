@@ -6,6 +6,7 @@ from dataclasses import fields
 
 import pytest
 
+from engine.config import SandboxSettings
 from engine.errors import ConfigError
 from engine.rl.config import GRPOConfig, SFTConfig, config_from_dict, load_config, to_dict
 from engine.rl.curriculum import Curriculum
@@ -20,13 +21,17 @@ def test_every_field_has_help(cls):
 def test_defaults_follow_the_paper():
     c = GRPOConfig()
     assert (c.group_size, c.clip_low, c.clip_high, c.kl_coef, c.temperature, c.max_turns) == (4, 0.2, 0.28, 0.0, 1.0, 15)
-    assert (c.step_timeout_s, c.episode_timeout_s, c.scaffold) == (300.0, 1200.0, "react")
+    # 300 s per code step: the sandbox's own limit unless the config names another
+    assert (c.step_timeout_s, SandboxSettings().timeout_s, c.episode_timeout_s, c.scaffold) == \
+        (None, 300.0, 1200.0, "react")
 
 
 @pytest.mark.parametrize("kw, msg", [
     ({"group_size": 1}, "group_size"), ({"clip_low": 1.5}, "clip_low"), ({"kl_coef": -1}, "kl_coef"),
     ({"equal_group": "drop"}, "equal_group"), ({"lr": 0}, "lr"), ({"scaffold": "chat"}, "scaffold"),
-    ({"temperature": 0}, "temperature"), ({"steps": 0}, "steps"),
+    ({"temperature": 0}, "temperature"), ({"steps": 0}, "steps"), ({"memory_mb": 512}, "memory_mb"),
+    ({"sandbox_backend": "k8s"}, "sandbox_backend"), ({"max_procs": 0}, "max_procs"),
+    ({"step_timeout_s": 0}, "step_timeout_s"),
 ])
 def test_bad_grpo_values_are_rejected(kw, msg):
     with pytest.raises(ValueError, match=msg):

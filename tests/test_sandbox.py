@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import SandboxError
-from engine.sandbox import Limits, get_backend
+from engine.sandbox import Limits, RunMeta, get_backend
 from engine.sandbox.features import detect
+
+from sandbox_cases import check_files_in_and_out, make_host
 
 needs_ns = pytest.mark.skipif(not detect().namespaces, reason="needs namespaces (root)")
 
@@ -37,10 +39,17 @@ def test_workspace_persists_files_across_steps(backend, tmp_path):
     assert not ws.path.exists()
 
 
+def test_files_in_and_out(backend, tmp_path):
+    host = make_host(tmp_path, tmp_path / "db", tmp_path)
+    host.close()  # only its public files are used here
+    with backend.open(host.env_dir / "public") as ws:
+        check_files_in_and_out(ws, tmp_path / "out")
+
+
 def test_error_exit_code_and_store_row(backend, store):
     with backend.open() as ws:
         r = ws.run_python("import sys\nprint('out')\nsys.stderr.write('bad thing\\n')\nsys.exit(3)",
-                          meta={"executor": "test"})
+                          meta=RunMeta(executor="test"))
     assert (r.status, r.exit_code) == ("error", 3)
     assert r.stdout_tail == "out\n" and "bad thing" in r.stderr_tail
     row = store.sandbox.get(r.run_id)

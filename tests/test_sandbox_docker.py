@@ -1,42 +1,76 @@
-"""The docker backend against a real daemon; skipped with the reason where none answers (as on CI here)."""
+"""The docker backend against a real daemon (started for the session where dockerd is installed, see
+tests/dockerd.py): the containment suite, files in and out through the archive API, and stale containers."""
 
 from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 
 from engine.errors import SandboxError
 from engine.sandbox import Limits, get_backend
 
+from sandbox_cases import cases, check_files_in_and_out, host_pid, make_host, verify
 
-def _daemon_reason() -> str | None:
-    try:
+BASE = Limits(timeout_s=30, cpu_s=60, memory_mb=2048, max_procs=64, max_disk_mb=64, max_output_kb=1024)
+NAMES = ["network", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
+         "infinite_loop", "cpu_limit", "output_flood", "disk_fill"]
+
+
+def test_no_daemon_is_a_one_line_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nothing.sock")
+    with pytest.raises(SandboxError) as err:
         get_backend("docker")
-    except SandboxError as exc:
-        return str(exc)
-    return None
+    assert "no Docker daemon answers" in str(err.value) and "\n" not in str(err.value)
 
 
-REASON = _daemon_reason()
+@pytest.fixture(scope="module")
+def world(tmp_path_factory, docker_daemon):
+    from store import Store
+
+    tmp = tmp_path_factory.mktemp("docker")
+    store = Store(tmp / "home" / "sandmle.db")
+    backend = get_backend("docker", store=store, limits=BASE)
+    host = make_host(tmp, store.path, store.data_dir)
+    yield store, backend, host
+    backend.close()
+    host.close()
+    store.close()
 
 
-def test_no_daemon_is_a_one_line_error():
-    if REASON is None:
-        pytest.skip("a Docker daemon answers here")
-    assert "Docker daemon" in REASON and "\n" not in REASON
+@pytest.mark.parametrize("name", NAMES)
+def test_containment(world, name):
+    store, backend, host = world
+    case = {c.name: c for c in cases(host, host_pid(), loopback_up=True)}[name]
+    with backend.open(host.env_dir / "public") as ws:
+        result = ws.run_python(case.code, limits=dataclasses.replace(BASE, **case.limits))
+        verify(case, result.to_dict(), ws, host)
+        assert result.isolation["mode"] == "docker" and result.isolation["network_off"]
+        row = store.sandbox.get(result.run_id)
+        assert row["status"] == case.status and row["backend"] == "docker"
+        ws.run("rm -f fill*.bin")
+        after = ws.run_python("print(6 * 7)")
+        assert after.status == "ok" and after.stdout_tail.strip() == "42"
 
 
-@pytest.mark.skipif(REASON is not None, reason=f"no Docker daemon: {REASON}")
-def test_docker_runs_contained(store, tmp_path):
-    src = tmp_path / "public"
-    src.mkdir()
-    (src / "train.csv").write_text("a\n1\n")
-    with get_backend("docker", store=store, limits=Limits(timeout_s=20)) as backend, backend.open(src) as ws:
-        ok = ws.run(["python", "-c", "print(open('train.csv').read().strip())"])
-        assert ok.status == "ok" and ok.stdout_tail.strip() == "a\n1"
-        net = ws.run(["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 9), 1)"])
-        assert net.status == "error"
-        loop = ws.run(["python", "-c", "while True: pass"], limits=Limits(timeout_s=1))
-        assert loop.status == "timeout"
-        ro = ws.run(["sh", "-c", "echo x > /public/x"])
-        assert ro.status == "error"
-    assert store.sandbox.get(ok.run_id)["backend"] == "docker"
+def test_files_in_and_out(world, tmp_path):
+    _, backend, host = world
+    with backend.open(host.env_dir / "public") as ws:
+        check_files_in_and_out(ws, tmp_path)
+
+
+def test_killed_owner_leaves_no_container(world, tmp_path):
+    """A process killed with its workspace open: the next backend removes the container and its volume."""
+    store, backend, host = world
+    code = ("import os, sys; from engine.sandbox import get_backend\n"
+            f"ws = get_backend('docker', root={str(tmp_path)!r}).open(None, label='orphan')\n"
+            "print(ws.container.id, ws.volume.name, flush=True); os.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
+    container_id, volume = out.stdout.split()
+    assert backend.client.containers.list(all=True, filters={"id": container_id})
+    get_backend("docker", root=tmp_path).close()
+    assert not backend.client.containers.list(all=True, filters={"id": container_id})
+    assert not [v for v in backend.client.volumes.list() if v.name == volume]

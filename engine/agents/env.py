@@ -8,6 +8,7 @@ the hidden answers. Final grading happens outside, in :mod:`engine.agents.rollou
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 from ..envs.layout import GradeSpec
 from ..errors import SandboxError
-from ..sandbox.base import Limits, SandboxBackend, Workspace
+from ..grading.grade import submission_limit, too_large
+from ..sandbox.base import Limits, RunMeta, SandboxBackend, Workspace
 from ..sandbox.text import head_tail
 from .format import ToolCall
 from .prompts import task_prompt
@@ -58,19 +60,22 @@ class MLEEnv:
     ``None`` for a turn that held no executable call (the observation then carries ``error``)."""
 
     def __init__(self, env_id: str, public: Path, grade: GradeSpec, backend: SandboxBackend, *,
-                 max_steps: int = 15, step_timeout_s: float = 300.0, episode_timeout_s: float = 1200.0,
-                 observation_chars: int = 4000, limits: Limits | None = None, meta: dict[str, Any] | None = None,
+                 max_steps: int = 15, step_timeout_s: float | None = None, episode_timeout_s: float = 1200.0,
+                 observation_chars: int = 4000, limits: Limits | None = None, meta: RunMeta | None = None,
                  val_fraction: float = 0.2, lower_is_better: bool | None = None):
         self.env_id = env_id
         self.public = Path(public)
         self.grade = grade
         self.backend = backend
         self.max_steps = max_steps
-        self.step_timeout_s = step_timeout_s
+        self.limits = limits or backend.default_limits
+        #: a code step's wall time (default: the sandbox's limit)
+        self.step_timeout_s = self.limits.timeout_s if step_timeout_s is None else step_timeout_s
         self.episode_timeout_s = episode_timeout_s
         self.observation_chars = observation_chars
-        self.limits = limits or getattr(backend, "default_limits", None) or Limits()
-        self.meta = dict(meta or {})
+        self.meta = meta or RunMeta()
+        #: the most bytes taken out of the workspace at once (a submission, a validation submission)
+        self.max_read_bytes = submission_limit(self.public)
         self.val_fraction = val_fraction
         self.ws: Workspace | None = None
         self.split: ValidationSplit | None = None
@@ -89,9 +94,7 @@ class MLEEnv:
         for rel, data in self.split.files.items():
             self.ws.write_file(rel, data)
         for rel, target in self.split.links.items():
-            link = Path(self.ws.path) / rel
-            if not link.exists():
-                link.symlink_to(target)
+            self.ws.link(rel, target)
         self.state.sandbox_s += time.monotonic() - t
         info = {"n_train": self.split.n_train, "n_val": self.split.n_val, "score_tool": self.split.answers is not None}
         return task_prompt(self.public, with_validation=self.split.answers is not None), info
@@ -158,10 +161,13 @@ class MLEEnv:
             self.state.score_calls += 1
             t = time.monotonic()
             path = str(call.arguments.get("path") or VAL_SUBMISSION)
-            data = self.read(path) if path == VAL_SUBMISSION else None
-            obs = score_validation(self.grade, self.validation, data)
+            size = self.workspace.size(VAL_SUBMISSION)
             if path != VAL_SUBMISSION:
                 obs = f"the score tool grades {VAL_SUBMISSION} only"
+            elif size is not None and size > self.max_read_bytes:
+                obs = f"invalid {VAL_SUBMISSION}: {too_large(size, self.max_read_bytes)}"
+            else:
+                obs = score_validation(self.grade, self.validation, self.read(VAL_SUBMISSION))
             self.state.sandbox_s += time.monotonic() - t
             value = parse_score(obs)
             info["val_score"] = value
@@ -180,7 +186,7 @@ class MLEEnv:
     def run_python(self, code: str, info: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         info = info if info is not None else {}
         timeout = max(1.0, min(self.step_timeout_s, self.remaining_s))
-        lim = Limits(**{**self.limits.to_dict(), "timeout_s": timeout, "cpu_s": max(timeout * 2, 1.0)})
+        lim = dataclasses.replace(self.limits, timeout_s=timeout, cpu_s=min(self.limits.cpu_s, max(timeout * 2, 1.0)))
         t = time.monotonic()
         result = self.workspace.run_python(code, limits=lim, meta=self.meta)
         self.state.sandbox_s += time.monotonic() - t
@@ -192,19 +198,22 @@ class MLEEnv:
 
     # ------------------------------------------------------------------ files (through the workspace interface)
     def read(self, relpath: str) -> bytes | None:
+        """A workspace file, or None when there is none or it is over :attr:`max_read_bytes`."""
         try:
-            return self.workspace.read_file(relpath)
-        except (FileNotFoundError, IsADirectoryError, SandboxError):
+            return self.workspace.read_file(relpath, max_bytes=self.max_read_bytes)
+        except SandboxError:
             return None
 
     def exists(self, relpath: str) -> bool:
-        return self.read(relpath) is not None
+        return self.workspace.size(relpath) is not None
 
     def remove(self, relpath: str) -> None:
-        try:
-            (Path(self.workspace.path) / relpath).unlink()
-        except FileNotFoundError:
-            pass
+        self.workspace.remove(relpath)
 
-    def submission(self) -> bytes | None:
-        return self.read(SUBMISSION)
+    def save_submission(self, dest: Path) -> bool:
+        """Copy ``submission.csv`` out to ``dest``, streamed; False when there is none. :class:`FileTooLarge`
+        (nothing copied) when it is over :attr:`max_read_bytes`."""
+        if self.workspace.size(SUBMISSION) is None:
+            return False
+        self.workspace.copy_out(SUBMISSION, dest, max_bytes=self.max_read_bytes)
+        return True

@@ -7,14 +7,15 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 from store.trajectories import Trajectory
 
 from ..envs.layout import EnvSpec
-from ..grading.grade import GradeReport, grade
+from ..config import load_settings
+from ..errors import FileTooLarge, SandboxError
+from ..grading.grade import grade, oversize_report
 from ..grading.rewards import compute_reward
-from ..sandbox import get_backend
+from ..sandbox import RunMeta, SandboxBackend, get_backend
 from .env import MLEEnv
 from .policy import Policy
 from .scaffolds import get_scaffold
@@ -53,27 +54,29 @@ def _submissions_dir(store) -> Path:
     return path
 
 
-def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbox=None, store=None,
-                run_id: str | None = None, group_id: str | None = None, step: int | None = None,
-                rng_seed: int | None = None, max_turns: int = 15, step_timeout_s: float = 300,
+def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbox: SandboxBackend | None = None,
+                store=None, run_id: str | None = None, group_id: str | None = None, step: int | None = None,
+                rng_seed: int | None = None, max_turns: int = 15, step_timeout_s: float | None = None,
                 episode_timeout_s: float = 1200, reward: str = "milestone",
                 trajectory_id: str | None = None, on_turn=None) -> Trajectory:
-    """Run one episode of ``policy`` on ``env`` through ``scaffold``; store it when ``store`` is given."""
+    """Run one episode of ``policy`` on ``env`` through ``scaffold``; store it when ``store`` is given. Code runs
+    in ``sandbox`` (default: the backend and limits of the settings, ``[sandbox]``); a step's wall time is
+    ``step_timeout_s`` (default: the backend's limit)."""
     scaffold_fn = get_scaffold(scaffold)
     traj_id = trajectory_id or new_trajectory_id()
     own_backend = sandbox is None
-    if own_backend:
-        sandbox = get_backend("local", store=store)
+    if sandbox is None:
+        sandbox = get_backend(store=store, settings=load_settings().sandbox)
     if store is not None:
         register_env(store, env)
-    meta: dict[str, Any] = {"env_id": env.id if store is not None else None, "run_id": run_id,
-                            "trajectory_id": traj_id}
+    meta = RunMeta(env_id=env.id if store is not None else None, run_id=run_id, trajectory_id=traj_id)
     menv = MLEEnv(env.id, env.public, env.grade, sandbox, max_steps=max_turns, step_timeout_s=step_timeout_s,
                   episode_timeout_s=episode_timeout_s, meta=meta)
     t0 = time.monotonic()
     transcript = Transcript(on_turn=on_turn)
     status, error = "done", None
     submission_path: str | None = None
+    oversize: FileTooLarge | None = None
     interrupted: BaseException | None = None
     try:
         try:
@@ -83,11 +86,14 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
         except Exception as exc:  # noqa: BLE001 - a failing policy/backend ends this episode, not the batch
             status, error = "error", f"{type(exc).__name__}: {exc}"
         if menv.ws is not None:
-            data = menv.submission()
-            if data is not None:
-                path = _submissions_dir(store) / f"{traj_id}.csv"
-                path.write_bytes(data)
-                submission_path = str(path)
+            path = _submissions_dir(store) / f"{traj_id}.csv"
+            try:
+                if menv.save_submission(path):
+                    submission_path = str(path)
+            except FileTooLarge as exc:  # left in the workspace, unread
+                oversize = exc
+            except SandboxError as exc:  # not a regular file: graded as no submission, and said why
+                error = error or str(exc)
     finally:
         menv.close()
         if own_backend:
@@ -96,7 +102,7 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     if callable(render) and transcript.turns:
         render(transcript.turns)  # token ids of turns the model never had to read (the last observation)
     state = menv.state
-    report: GradeReport = grade(env, submission_path)
+    report = grade(env, submission_path) if oversize is None else oversize_report(env, oversize.size)
     total, breakdown = compute_reward(report, transcript.turns, reward)
     if state.timed_out and status == "done":
         status = "timeout"

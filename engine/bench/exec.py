@@ -25,7 +25,7 @@ from ..synthesis.designer import design
 from ..synthesis.engineer import build_config, difficulty, render_program, run_generator
 from ..synthesis.grader import grade_spec
 from ..synthesis.pipeline import synthesize
-from ..synthesis.solutions import LADDER, sandbox_options
+from ..synthesis.solutions import LADDER, with_solution_imports
 from ..synthesis.verifier import run_ladder
 from . import BenchResult
 
@@ -54,8 +54,7 @@ def throughput(n_per_seed: int, workers: int, seeds: list[str], settings) -> dic
     try:
         with Store(root / "sandmle.db") as store:
             load_shipped(store)
-            with get_backend(settings.sandbox.backend, store=store, settings=settings.sandbox,
-                             **sandbox_options(settings)) as sandbox:
+            with get_backend(store=store, settings=with_solution_imports(settings.sandbox)) as sandbox:
                 with sandbox.open(None) as ws:  # start the warm worker
                     ws.run_python("print('warm')")
                 start = time.perf_counter()
@@ -82,8 +81,7 @@ def run(store, quick: bool = False, seeds: list[str] | None = None, **_: Any) ->
     rows = []
     work = Path(tempfile.mkdtemp(prefix="sandmle-bench-exec-"))
 
-    sandbox = get_backend(settings.sandbox.backend, settings=settings.sandbox, root=work / "sbx",
-                          **sandbox_options(settings))
+    sandbox = get_backend(settings=with_solution_imports(settings.sandbox), root=work / "sbx")
     try:
         for i, seed in enumerate(all_seeds):
             program, spec, scenario = _program(seed, 100 + i)

@@ -28,6 +28,7 @@ from ..agents.corpus import default_corpus
 from ..agents.policies import load_policy
 from ..agents.prompts import task_prompt
 from ..agents.rollout import run_episode
+from ..config import load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..eval.run import run_eval
@@ -102,7 +103,7 @@ def make_envs(store, plan: LearnPlan, rng_seed: int) -> tuple[list[str], list[st
 
 def collect_demos(store, plan: LearnPlan, env_ids: list[str]) -> tuple[str, dict[str, float]]:
     run_id = store.runs.create("rollout", {"policy": "scripted", "skills": list(plan.demo_skills)}, name="demos")
-    backend = get_backend("local", store=store)
+    backend = get_backend(store=store, settings=load_settings().sandbox)
     rewards, medals, valid = [], [], []
     try:
         for env_id in env_ids:

@@ -17,6 +17,7 @@ from ..agents.env import MLEEnv
 from ..agents.format import ToolCall
 from ..agents.policies import load_policy
 from ..agents.rollout import run_episode
+from ..config import load_settings
 from ..envs.layout import EnvSpec
 from ..eval.run import run_eval
 from ..grading import grade
@@ -54,7 +55,7 @@ def run(store, quick: bool = False, **_options: Any) -> BenchResult:
             grade_ms = (time.perf_counter() - t) / n * 1000
             rows.append({"what": "grade() one submission", "wall_s": grade_ms / 1000, "sandbox_s": 0.0, "steps": 1,
                          "overhead_ms_per_step": grade_ms})
-            backend = get_backend("local", store=bench_store)
+            backend = get_backend(store=bench_store, settings=load_settings().sandbox)
             try:
                 e = MLEEnv(env.id, env.public, env.grade, backend)
                 e.reset()

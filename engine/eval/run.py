@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 from ..agents.policies import load_policy
 from ..agents.rollout import register_env, run_episode
 from ..agents.scaffolds import get_scaffold
-from ..config import load_settings
+from ..config import SandboxSettings, load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..executors import Executor, Worker, get_executor
@@ -94,23 +94,25 @@ def run_episode_item(worker: Worker, item: EpisodeItem) -> dict[str, Any]:
 
 def sandbox_backend(store):
     """The sandbox backend of the settings, with their per-step limits (timeout, memory, disk quota)."""
-    settings = load_settings().sandbox
-    return get_backend(settings.backend, store=store, settings=settings)
+    return get_backend(store=store, settings=load_settings().sandbox)
 
 
 def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",
              rng_seeds: list[int] | tuple[int, ...] = (0,), max_turns: int | None = None,
              step_timeout_s: float | None = None, episode_timeout_s: float = 1200, reward: str = "milestone",
              workers: int = 2, executor: str = "local", address: str | None = None, name: str | None = None,
-             parent_id: str | None = None, progress: Callable[[int, int], None] | None = None,
-             on_lost: Callable[[str], None] | None = None, skipped: Sequence[Skipped] = ()) -> EvalReport:
+             parent_id: str | None = None, sandbox: SandboxSettings | None = None,
+             progress: Callable[[int, int], None] | None = None, on_lost: Callable[[str], None] | None = None,
+             skipped: Sequence[Skipped] = ()) -> EvalReport:
     """Evaluate ``policy`` (a spec string, or a Policy object with the ``local`` executor) on every environment
     with every seed, on ``workers`` workers of ``executor`` (local | process | ray at ``address``, see
     :mod:`engine.executors`). Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run.
-    ``step_timeout_s`` defaults to ``[sandbox] timeout_s``; ``skipped`` (from ``select``) goes into the report."""
+    Code runs under ``sandbox`` (default: the settings' ``[sandbox]``; kept in the run's config for a resume);
+    ``step_timeout_s`` defaults to its ``timeout_s``; ``skipped`` (from ``select``) goes into the report."""
     get_scaffold(scaffold)
+    sandbox = sandbox or load_settings().sandbox
     if step_timeout_s is None:
-        step_timeout_s = load_settings().sandbox.timeout_s
+        step_timeout_s = sandbox.timeout_s
     if not envs:
         raise SandmleError("no environment to evaluate on")
     seeds = [int(s) for s in rng_seeds]
@@ -124,7 +126,7 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
     config = {"policy": spec, "policy_spec": spec, "scaffold": scaffold,
               "envs": [e.id for e in envs], "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
               "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
-              "address": address, "skipped": [s.to_dict() for s in skipped]}
+              "address": address, "skipped": [s.to_dict() for s in skipped], "sandbox": sandbox.model_dump()}
     with _executor(store, config, on_lost) as ex:
         policy_obj = _policy(executor, policy)
         config["policy"] = getattr(policy_obj, "name", spec)
@@ -155,9 +157,11 @@ def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | No
 
 
 def _executor(store, config: dict[str, Any], on_lost: Callable[[str], None] | None) -> Executor:
-    """The run's executor, its workers' sandbox backends started: one that cannot start fails here, first."""
+    """The run's executor, its workers' sandbox backends started: one that cannot start fails here, first. (A run
+    stored before its config kept the sandbox settings runs under the current ones.)"""
     kind = LEGACY_KINDS.get(config["executor"], config["executor"])
-    ex = get_executor(kind, workers=config["workers"], store=store, sandbox=load_settings().sandbox,
+    sandbox = SandboxSettings(**config["sandbox"]) if "sandbox" in config else load_settings().sandbox
+    ex = get_executor(kind, workers=config["workers"], store=store, sandbox=sandbox,
                       address=config.get("address"), on_lost=on_lost)
     try:
         ex.prepare()

@@ -3,12 +3,13 @@ in the store as a sandbox run (by the worker's own store connection)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..errors import SandboxError
-from ..sandbox.base import Limits, RunResult
+from ..sandbox.base import Limits, RunMeta, RunResult
 from .worker import Worker
 
 
@@ -22,7 +23,7 @@ class SandboxJob:
     files: dict[str, bytes] = field(default_factory=dict)  #: extra files written into the workspace first
     limits: Limits | None = None
     warm: bool | None = None
-    meta: dict[str, Any] = field(default_factory=dict)  #: env_id, run_id, trajectory_id recorded with the run
+    meta: RunMeta = field(default_factory=RunMeta)  #: env_id, run_id, trajectory_id recorded with the run
     label: str | None = None
 
     def __post_init__(self) -> None:
@@ -32,7 +33,7 @@ class SandboxJob:
 
 def run_sandbox_job(worker: Worker, job: SandboxJob) -> RunResult:
     """Run ``job`` in a fresh workspace of the worker's backend (the executor's work function)."""
-    meta = {**job.meta, "executor": worker.spec.executor}
+    meta = dataclasses.replace(job.meta, executor=worker.spec.executor)
     with worker.sandbox.open(Path(job.source) if job.source else None, label=job.label) as ws:
         for rel, data in job.files.items():
             ws.write_file(rel, data)

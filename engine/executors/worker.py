@@ -46,8 +46,7 @@ class Worker:
     def sandbox(self) -> SandboxBackend:
         """The configured backend, started on first use (a backend that cannot start raises SandboxError)."""
         if self._sandbox is None:
-            self._sandbox = get_backend(self.spec.sandbox.backend, store=self.store, settings=self.spec.sandbox,
-                                        root=self.spec.root)
+            self._sandbox = get_backend(store=self.store, settings=self.spec.sandbox, root=self.spec.root)
         return self._sandbox
 
     def cached(self, key: Any, make: Callable[[], T]) -> T:

@@ -2,8 +2,8 @@
 
 from .metrics import METRICS, Metric, get_metric
 from .thresholds import Thresholds, human_rank, medal_ranks, thresholds
-from .grade import GradeReport, grade
+from .grade import GradeReport, grade, oversize_report, submission_limit, too_large
 from .rewards import compute_reward
 
 __all__ = ["METRICS", "Metric", "get_metric", "Thresholds", "thresholds", "human_rank", "medal_ranks",
-           "GradeReport", "grade", "compute_reward"]
+           "GradeReport", "grade", "oversize_report", "submission_limit", "too_large", "compute_reward"]

@@ -66,23 +66,54 @@ def env_thresholds(env: EnvSpec) -> Thresholds | None:
     return None
 
 
-def grade(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
-    """Score ``submission_path`` against the environment's hidden answers and place it on the board."""
-    spec = env.grade
+#: a submission over ``SAMPLE_FACTOR`` x the sample submission + ``FLOOR_BYTES`` is refused before it is read
+SAMPLE_FACTOR = 20
+FLOOR_BYTES = 16 * 2**20
+
+
+def submission_limit(public: Path) -> int:
+    """The largest submission read or copied for an environment whose public files are in ``public``."""
+    sample = Path(public) / "sample_submission.csv"
+    return SAMPLE_FACTOR * (sample.stat().st_size if sample.is_file() else 0) + FLOOR_BYTES
+
+
+def too_large(size: int, limit: int) -> str:
+    return f"submission too large ({size / 2**20:.1f} MB, limit {limit / 2**20:.1f} MB)"
+
+
+def _blank(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
     th = env_thresholds(env)
-    report = GradeReport(
+    return GradeReport(
         competition_id=env.id, score=None, valid_submission=False, submission_exists=False,
-        is_lower_better=spec.lower_is_better,
+        is_lower_better=env.grade.lower_is_better,
         gold_threshold=th.gold if th else None, silver_threshold=th.silver if th else None,
         bronze_threshold=th.bronze if th else None, median_threshold=th.median if th else None,
         submission_path=str(submission_path) if submission_path else None,
     )
+
+
+def oversize_report(env: EnvSpec, size: int, submission_path: str | Path | None = None) -> GradeReport:
+    """The report of a submission left unread because it is over :func:`submission_limit`."""
+    report = _blank(env, submission_path)
+    report.submission_exists = True
+    report.error = too_large(size, submission_limit(env.public))
+    return report
+
+
+def grade(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
+    """Score ``submission_path`` against the environment's hidden answers and place it on the board."""
+    spec = env.grade
+    th = env_thresholds(env)
+    report = _blank(env, submission_path)
     if submission_path is None:
         report.error = "no submission.csv was produced"
         return report
     if not Path(submission_path).is_file():
         report.error = f"{submission_path}: no such file"
         return report
+    size = Path(submission_path).stat().st_size
+    if size > submission_limit(env.public):
+        return oversize_report(env, size, submission_path)
     report.submission_exists = True
     if not env.answers.is_file():
         raise GradingError(f"environment {env.id}: missing {env.answers}")

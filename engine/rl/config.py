@@ -64,7 +64,7 @@ class GRPOConfig(_Common):
     max_new_tokens: int = _option(256, "most generated tokens per turn")
     temperature: float = _option(1.0, "sampling temperature")
     top_p: float = _option(1.0, "nucleus sampling")
-    step_timeout_s: float = _option(300.0, "time limit of one code execution")
+    step_timeout_s: float | None = _option(None, "time limit of one code execution (default: [sandbox] timeout_s)")
     episode_timeout_s: float = _option(1200.0, "time limit of one episode")
     clip_low: float = _option(0.2, "lower clip of the ratio: 1 - clip_low")
     clip_high: float = _option(0.28, "upper clip of the ratio (clip-higher): 1 + clip_high")
@@ -91,6 +91,11 @@ class GRPOConfig(_Common):
     save_every: int = _option(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
     rollout_workers: int = _option(8, "rollouts in flight at once: their model calls share the sampler's batches "
                               "and the sandbox runs one episode's code while the model generates for others")
+    sandbox_backend: str | None = _option(None, "where rollout code runs: local | docker (default: [sandbox] backend)")
+    memory_mb: int | None = _option(None, "memory limit of each sandboxed run in MB, >= 1024 "
+                                          "(default: [sandbox] memory_mb)")
+    max_procs: int | None = _option(None, "process and thread limit of each sandboxed run "
+                                          "(default: [sandbox] max_procs)")
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -134,6 +139,14 @@ class GRPOConfig(_Common):
             raise ValueError(f"sampler_prefix_cache must be >= 0 (got {self.sampler_prefix_cache})")
         if self.tis_cap < 0:
             raise ValueError(f"tis_cap must be >= 0 (got {self.tis_cap})")
+        if self.sandbox_backend not in (None, "local", "docker"):
+            raise ValueError(f"sandbox_backend must be local or docker (got {self.sandbox_backend!r})")
+        if self.memory_mb is not None and self.memory_mb < 1024:
+            raise ValueError(f"memory_mb must be >= 1024: pandas and sklearn need it (got {self.memory_mb})")
+        if self.step_timeout_s is not None and self.step_timeout_s <= 0:
+            raise ValueError(f"step_timeout_s must be > 0 (got {self.step_timeout_s})")
+        if self.max_procs is not None and self.max_procs < 1:
+            raise ValueError(f"max_procs must be >= 1 (got {self.max_procs})")
 
 
 @dataclass

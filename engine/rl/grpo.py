@@ -24,10 +24,11 @@ from store.runs import new_id
 
 from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
+from ..config import load_settings
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
 from ..inference import Sampler, make_sampler
-from ..sandbox import get_backend
+from ..sandbox import SandboxBackend, get_backend
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
@@ -72,6 +73,13 @@ class GRPOTrainer:
         self.episode_fn: EpisodeFn = episode_fn or run_episode
         self.on_step, self.on_rollout = on_step, on_rollout
         self.env_ids = select_envs(store, cfg)
+        #: where rollout code runs: the settings' [sandbox] with the config's overrides
+        self.sandbox = load_settings().sandbox.override(backend=cfg.sandbox_backend, memory_mb=cfg.memory_mb,
+                                                         max_procs=cfg.max_procs)
+        # one backend per rollout worker thread (rollout_0, rollout_1, ...: the same names every step), kept warm
+        # between episodes; the first is built here: a backend that cannot start fails before the run is stored
+        self._lock = threading.Lock()
+        self._backends: dict[str, SandboxBackend] = {"rollout_0": get_backend(store=store, settings=self.sandbox)}
         if run_id is None:
             run_id = new_id("grpo")
             self.run_dir = store.data_dir / "runs" / run_id
@@ -83,8 +91,6 @@ class GRPOTrainer:
         self.run_id = run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._backends: dict[str, Any] = {}
         # set by setup(): the policy with its LoRA adapter, its tokenizer, the optimizer, the sampler it publishes to
         self.model: Any = None
         self.tokenizer: Any = None
@@ -139,17 +145,19 @@ class GRPOTrainer:
         self.policy = self.policy_factory(self.model, self.tokenizer, cfg, self.sampler)
 
     # ------------------------------------------------------------------ one step
+    def rollout_backend(self) -> SandboxBackend:
+        """The calling rollout worker's sandbox backend (built from :attr:`sandbox` on its first episode)."""
+        name = threading.current_thread().name
+        with self._lock:
+            if name not in self._backends:
+                self._backends[name] = get_backend(store=self.store, settings=self.sandbox)
+            return self._backends[name]
+
     def _run_one(self, env_id: str, group_id: str, rng_seed: int, step: int) -> Any:
         cfg = self.cfg
-        name = threading.current_thread().name  # rollout_0, rollout_1, ... (the same names every step)
-        with self._lock:
-            if name not in self._backends:  # one sandbox backend per rollout worker, kept warm between episodes
-
-                self._backends[name] = get_backend("local", store=self.store)
-            backend = self._backends[name]
         return self.episode_fn(
             EnvSpec.from_store(self.store, env_id), self.policy, scaffold=cfg.scaffold, store=self.store,
-            sandbox=backend,
+            sandbox=self.rollout_backend(),
             run_id=self.run_id, group_id=group_id, step=step, rng_seed=rng_seed, max_turns=cfg.max_turns,
             step_timeout_s=cfg.step_timeout_s, episode_timeout_s=cfg.episode_timeout_s, reward=cfg.reward)
 
@@ -248,10 +256,7 @@ class GRPOTrainer:
             self.sampler.close()
             self.sampler = None
         for backend in self._backends.values():
-            try:
-                backend.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
+            backend.close()
         self._backends.clear()
 
     def checkpoint(self, step: int) -> Path:

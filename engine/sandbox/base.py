@@ -9,19 +9,21 @@ imported lazily by :func:`get_backend`.
 from __future__ import annotations
 
 import abc
+import shutil
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Mapping, Self, Sequence
+from typing import Self, Sequence
 
+from store import Store
 from store.common import JSON
 
 from ..config import SandboxSettings
-from ..errors import SandboxError
+from ..errors import FileTooLarge, SandboxError
 from .text import head_tail
 
-#: what a run is recorded with besides its command (env_id, run_id, trajectory_id, executor)
-RunMeta = Mapping[str, str | None]
+#: the isolation features a run had (namespaces, cgroups, warm, ...): on/off, or a name (mode, image)
+Isolation = dict[str, JSON]
 
 #: run statuses, most specific cause first
 STATUSES = ("ok", "error", "timeout", "memory", "killed", "output_limit")
@@ -42,7 +44,7 @@ class Limits:
         return asdict(self)
 
     @classmethod
-    def from_settings(cls, s: SandboxSettings) -> "Limits":
+    def from_settings(cls, s: SandboxSettings) -> Limits:
         return cls(timeout_s=s.timeout_s, cpu_s=s.cpu_s, memory_mb=s.memory_mb, max_procs=s.max_procs,
                    max_file_mb=s.max_file_mb, max_output_kb=s.max_output_kb, max_disk_mb=s.max_disk_mb)
 
@@ -60,7 +62,7 @@ class RunResult:
     log_path: str | None = None
     warnings: list[str] = field(default_factory=list)
     #: isolation features active during the run (namespaces, cgroups, warm, ...)
-    isolation: dict[str, JSON] = field(default_factory=dict)
+    isolation: Isolation = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -83,14 +85,43 @@ def new_run_id() -> str:
     return f"sbx-{uuid.uuid4().hex[:12]}"
 
 
-class Workspace(abc.ABC):
-    """A working copy that persists across the steps of an episode."""
+@dataclass(frozen=True)
+class RunMeta:
+    """What a run is recorded with besides its command: where it belongs."""
 
-    path: Path
+    env_id: str | None = None
+    run_id: str | None = None  #: the training, eval or synthesis run
+    trajectory_id: str | None = None
+    executor: str | None = None  #: inline, local, ray, cli
+
+
+def record_start(store: Store | None, *, run_id: str, backend: str, argv: Sequence[str], limits: Limits,
+                 isolation: Isolation, warnings: list[str], log_path: Path, workdir: str,
+                 meta: RunMeta | None) -> None:
+    """The run's row, status ``running``, with the limits and isolation it runs under."""
+    if store is None:
+        return
+    meta = meta or RunMeta()
+    store.sandbox.start({"id": run_id, "backend": backend, "command": " ".join(argv), "limits": limits.to_dict(),
+                         "isolation": isolation, "warnings": warnings, "log_path": str(log_path), "workdir": workdir,
+                         "env_id": meta.env_id, "run_id": meta.run_id, "trajectory_id": meta.trajectory_id,
+                         "executor": meta.executor})
+
+
+def record_finish(store: Store | None, result: RunResult) -> None:
+    if store is not None:
+        store.sandbox.finish(result.run_id, status=result.status, exit_code=result.exit_code, wall_s=result.wall_s,
+                             cpu_s=result.cpu_s, peak_rss_mb=result.peak_rss_mb, stdout_tail=result.stdout_tail,
+                             stderr_tail=result.stderr_tail, warnings=result.warnings)
+
+
+class Workspace(abc.ABC):
+    """A working copy that persists across the steps of an episode. Callers reach its files only through these
+    methods (paths relative to the workspace, never a host path), so a backend may keep it anywhere."""
 
     @abc.abstractmethod
-    def run(self, command: Sequence[str] | str, *, limits: Limits | None = None,
-            meta: RunMeta | None = None, warm: bool | None = None) -> RunResult:
+    def run(self, command: Sequence[str] | str, *, limits: Limits | None = None, meta: RunMeta | None = None,
+            warm: bool | None = None) -> RunResult:
         """Run a command (argv list, or a shell string run by ``/bin/sh -c``) inside the workspace. ``warm`` asks
         for a pre-started interpreter where the backend keeps one (a hint: others run every command cold)."""
 
@@ -100,10 +131,32 @@ class Workspace(abc.ABC):
         return self.run(["python", filename], limits=limits, meta=meta, warm=warm)
 
     @abc.abstractmethod
-    def read_file(self, relpath: str) -> bytes: ...
+    def size(self, relpath: str) -> int | None:
+        """Bytes of a regular file (following links that stay inside); None when there is none."""
+
+    @abc.abstractmethod
+    def read_file(self, relpath: str, *, max_bytes: int | None = None) -> bytes:
+        """A file's content; :class:`FileTooLarge` (before reading) when it is over ``max_bytes``."""
 
     @abc.abstractmethod
     def write_file(self, relpath: str, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def link(self, relpath: str, target: str) -> None:
+        """A symbolic link at ``relpath`` to ``target``, relative to the link's folder and inside the workspace."""
+
+    @abc.abstractmethod
+    def copy_in(self, source: Path, relpath: str = ".") -> None:
+        """Copy a host file, or a folder's contents, to ``relpath``."""
+
+    @abc.abstractmethod
+    def copy_out(self, relpath: str, dest: Path, *, max_bytes: int | None = None) -> None:
+        """Copy a file or folder to the host path ``dest``, streaming; regular files only (a link or device in it
+        is refused); :class:`FileTooLarge` when the total passes ``max_bytes``."""
+
+    @abc.abstractmethod
+    def remove(self, relpath: str) -> None:
+        """Delete a file or folder (nothing when it does not exist)."""
 
     @abc.abstractmethod
     def close(self) -> None: ...
@@ -116,8 +169,8 @@ class Workspace(abc.ABC):
 
 
 class HostFolderFiles:
-    """read_file / write_file for workspaces whose files live in a host folder (``self.path``): paths are
-    resolved and must stay inside it. ``_after_write`` lets a backend fix ownership or modes."""
+    """The file operations of workspaces whose files live in a host folder (``self.path``): paths are resolved and
+    must stay inside it. ``_after_write`` lets a backend fix ownership or modes."""
 
     path: Path
 
@@ -128,11 +181,21 @@ class HostFolderFiles:
             raise SandboxError(f"path {relpath!r} is outside the workspace")
         return target
 
-    def read_file(self, relpath: str) -> bytes:
+    def size(self, relpath: str) -> int | None:
         try:
-            return self._safe(relpath).read_bytes()
-        except FileNotFoundError:
-            raise SandboxError(f"{relpath}: no such file in the workspace") from None
+            target = self._safe(relpath)
+        except SandboxError:
+            return None
+        return target.stat().st_size if target.is_file() else None
+
+    def read_file(self, relpath: str, *, max_bytes: int | None = None) -> bytes:
+        size = self.size(relpath)
+        if size is None:
+            raise SandboxError(f"{relpath}: no such file in the workspace")
+        if max_bytes is not None and size > max_bytes:
+            raise FileTooLarge(relpath, size, max_bytes)
+        with open(self._safe(relpath), "rb") as f:
+            return f.read(size if max_bytes is None else max_bytes + 1)
 
     def write_file(self, relpath: str, data: bytes) -> None:
         target = self._safe(relpath)
@@ -140,12 +203,66 @@ class HostFolderFiles:
         target.write_bytes(data)
         self._after_write(target)
 
+    def link(self, relpath: str, target: str) -> None:
+        where = self.path / relpath
+        self._safe(str(Path(relpath).parent / target))  # the target must stay inside
+        self._safe(str(Path(relpath).parent))
+        where.parent.mkdir(parents=True, exist_ok=True)
+        if not where.is_symlink():
+            where.symlink_to(target)
+        self._after_write(where)
+
+    def copy_in(self, source: Path, relpath: str = ".") -> None:
+        target = self._safe(relpath)
+        if Path(source).is_dir():
+            shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        self._after_write(target)
+
+    def copy_out(self, relpath: str, dest: Path, *, max_bytes: int | None = None) -> None:
+        source = self._safe(relpath)  # a link to a file inside the workspace is followed
+        if not (source.is_file() or source.is_dir()):
+            raise SandboxError(f"{relpath}: no regular file or folder in the workspace")
+        files = [source] if source.is_file() else sorted(source.rglob("*"))
+        total = 0
+        for f in files:
+            if f.is_symlink() or not (f.is_file() or f.is_dir()):
+                raise SandboxError(f"{relpath}: {f.relative_to(source)} is not a regular file")
+            total += f.stat().st_size if f.is_file() else 0
+            if max_bytes is not None and total > max_bytes:
+                raise FileTooLarge(relpath, total, max_bytes)
+        dest = Path(dest)
+        for f in files:
+            out = dest if f == source else dest / f.relative_to(source)
+            if f.is_dir():
+                out.mkdir(parents=True, exist_ok=True)
+                continue
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with open(f, "rb") as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        if source.is_dir():
+            dest.mkdir(parents=True, exist_ok=True)
+
+    def remove(self, relpath: str) -> None:
+        target = self.path / relpath
+        self._safe(str(Path(relpath).parent))
+        if target.is_dir() and not target.is_symlink():
+            if self._safe(relpath) == self.path.resolve():
+                raise SandboxError("cannot remove the workspace itself")
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+
     def _after_write(self, target: Path) -> None:
         """Called after each write (default: nothing)."""
 
 
 class SandboxBackend(abc.ABC):
     name: str = ""
+    store: Store | None
+    default_limits: Limits  #: what a run gets when it names no limits
 
     @abc.abstractmethod
     def open(self, source: Path | None = None, *, label: str | None = None) -> Workspace:

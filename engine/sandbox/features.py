@@ -62,7 +62,8 @@ def _probe_namespaces() -> tuple[bool, str]:
                 "status": f"{tmp}/status", "env": {"PATH": "/usr/bin:/bin"}, "argv": ["/bin/true"]}
         os.chmod(ws, 0o777)
         try:
-            proc = subprocess.run([sys.executable, "-S", "-E", str(JAIL), json.dumps(spec)], timeout=20,
+            Path(f"{tmp}/spec").write_text(json.dumps(spec))
+            proc = subprocess.run([sys.executable, "-S", "-E", str(JAIL), f"{tmp}/spec"], timeout=20,
                                   stdin=subprocess.DEVNULL, capture_output=True)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return False, str(exc)

@@ -1,5 +1,5 @@
 """The jail: confine the current process before untrusted code runs. Standard library only, so that it runs as a
-script (the cold launcher: ``python -S jail.py SPEC_JSON`` then ``exec`` of the command) and inside the warm
+script (the cold launcher: ``python -S jail.py SPEC_FILE`` then ``exec`` of the command) and inside the warm
 worker (a fork of a process with pandas/sklearn imported, then ``runpy``) with exactly the same guarantees.
 
 ``enter(spec)`` turns the calling process into three::
@@ -330,8 +330,9 @@ def enter_cloned(spec: dict, *, prepared: bool = False) -> dict:
 
 
 def main() -> None:
-    """Cold launcher: ``python -S jail.py SPEC_JSON``: confine, then exec the command."""
-    spec = json.loads(sys.argv[1])
+    """Cold launcher: ``python -S jail.py SPEC_FILE`` (the spec as JSON): confine, then exec the command."""
+    with open(sys.argv[1], encoding="utf-8") as f:
+        spec = json.load(f)
     try:
         enter(spec)
         argv = spec["argv"]

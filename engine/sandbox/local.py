@@ -21,14 +21,19 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from store import process
+from store import Store, process
 
+from ..config import SandboxSettings
 from ..errors import SandboxError
 from . import features as _features
-from .base import HostFolderFiles, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id
+from .base import (
+    HostFolderFiles, Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish,
+    record_start,
+)
 from .cgroups import RunCgroup
 from .process import RunHandle, run_env, venv_python
 from .text import head_tail
+from .verdict import classify
 from .warm import WarmError, WarmWorker
 
 
@@ -114,17 +119,16 @@ def _du(path: Path) -> int:
 class LocalBackend(SandboxBackend):
     name = "local"
 
-    def __init__(self, *, store=None, settings=None, root: str | Path | None = None, limits: Limits | None = None,
-                 warm: bool | None = None, warm_imports: Sequence[str] | None = None, isolation: str = "auto"):
+    def __init__(self, *, store: Store | None = None, settings: SandboxSettings | None = None,
+                 root: str | Path | None = None, limits: Limits | None = None, warm: bool | None = None,
+                 isolation: str = "auto"):
         """``isolation``: ``auto`` (the jail where namespaces can be made, else bubblewrap, else rlimits only),
         ``jail``, ``bwrap`` (cold runs under bubblewrap: what a non-root user gets) or ``none`` (rlimits only)."""
+        settings = settings or SandboxSettings()
         self.store = store
-        if limits is None:
-            limits = Limits.from_settings(settings) if settings is not None else Limits()
-        self.default_limits = limits
-        self.warm = bool(warm if warm is not None else (settings.warm if settings is not None else True))
-        self.warm_imports = list(warm_imports if warm_imports is not None else
-                                 (settings.warm_imports if settings is not None else ["numpy", "pandas", "sklearn"]))
+        self.default_limits = limits or Limits.from_settings(settings)
+        self.warm = settings.warm if warm is None else warm
+        self.warm_imports = list(settings.warm_imports)
         if isolation not in ("auto", "jail", "bwrap", "none"):
             raise SandboxError(f"isolation must be auto, jail, bwrap or none, not {isolation!r}")
         self.features = _features.detect()
@@ -201,10 +205,10 @@ class LocalBackend(SandboxBackend):
                 self._warm_worker = None
 
     # ------------------------------------------------------------------ isolation record
-    def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool) -> tuple[dict[str, Any], list[str]]:
+    def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool) -> tuple[Isolation, list[str]]:
         f = self.features
         ns = self.mode in ("jail", "bwrap")
-        iso: dict[str, Any] = {
+        iso: Isolation = {
             "mode": self.mode, "namespaces": ns, "network_off": ns, "private_root": ns,
             "unprivileged_uid": (self.isolated and f.root) or (self.mode == "bwrap" and not f.root),
             "rlimits": True, "disk_quota": quota, "warm": warm,
@@ -289,7 +293,10 @@ class LocalBackend(SandboxBackend):
         return out + argv
 
     def _launch_cold(self, spec: dict[str, Any]) -> RunHandle:
-        proc = subprocess.Popen([sys.executable, "-S", "-E", "-s", str(_features.JAIL), json.dumps(spec)],
+        # the spec travels in a file: as one argument it would be capped at 128 KB (a long command line)
+        spec_path = Path(spec["status"]).with_suffix(".spec")
+        spec_path.write_text(json.dumps(spec))
+        proc = subprocess.Popen([sys.executable, "-S", "-E", "-s", str(_features.JAIL), str(spec_path)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
         return RunHandle(proc.pid, proc=proc)
@@ -304,7 +311,6 @@ class LocalBackend(SandboxBackend):
             raise SandboxError("empty command")
         if argv[0] in ("python", "python3"):
             argv[0] = venv_python()
-        meta = dict(meta or {})
         run_id = new_run_id()
         log_path = self.log_dir / f"{run_id}.log"
         warnings: list[str] = []
@@ -318,28 +324,19 @@ class LocalBackend(SandboxBackend):
             cg = RunCgroup.create(run_id, max_procs=limits.max_procs, memory_mb=limits.memory_mb)
         iso, iso_warnings = self.isolation_record(cg, warm=worker is not None, quota=ws.quota)
         warnings = iso_warnings + warnings
-        store = self.store
-        if store is not None:
-            store.sandbox.start({
-                "id": run_id, "backend": "local", "command": " ".join(argv), "limits": limits.to_dict(),
-                "isolation": iso, "warnings": warnings, "log_path": str(log_path), "workdir": str(ws.path),
-                "env_id": meta.get("env_id"), "run_id": meta.get("run_id"),
-                "trajectory_id": meta.get("trajectory_id"), "executor": meta.get("executor"),
-            })
+        record_start(self.store, run_id=run_id, backend="local", argv=argv, limits=limits, isolation=iso,
+                     warnings=warnings, log_path=log_path, workdir=str(ws.path), meta=meta)
         try:
             result = self._execute(ws, run_id, argv, limits, cg, worker, script, warnings, log_path)
         except BaseException as exc:
             if cg is not None:
                 cg.remove()
-            if store is not None:
-                reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"sandbox error: {exc!r}"
-                store.sandbox.finish(run_id, status="killed", stderr_tail=reason[:2000], warnings=warnings + [reason])
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"sandbox error: {exc!r}"
+            record_finish(self.store, RunResult(run_id=run_id, status="killed", exit_code=None, wall_s=0.0,
+                                                stderr_tail=reason[:2000], warnings=warnings + [reason]))
             raise
         result.isolation = iso
-        if store is not None:
-            store.sandbox.finish(run_id, status=result.status, exit_code=result.exit_code, wall_s=result.wall_s,
-                                 cpu_s=result.cpu_s, peak_rss_mb=result.peak_rss_mb, stdout_tail=result.stdout_tail,
-                                 stderr_tail=result.stderr_tail, warnings=result.warnings)
+        record_finish(self.store, result)
         return result
 
     def _execute(self, ws: LocalWorkspace, run_id: str, argv: list[str], limits: Limits, cg: RunCgroup | None,
@@ -403,7 +400,7 @@ class LocalBackend(SandboxBackend):
         stdout = _read_capped(out_path, cap)
         stderr = _read_capped(err_path, cap)
         if status is None:
-            status, reason = _classify(code, stdout, stderr, mem_hit=mem_hit, pids_hit=pids_hit,
+            status, reason = classify(code, stderr, mem_hit=mem_hit, pids_hit=pids_hit,
                                        disk_full=not disk_was_full and _disk_full(ws, disk_cap),
                                        cpu_over=cpu > limits.cpu_s)
         if reason:
@@ -412,7 +409,7 @@ class LocalBackend(SandboxBackend):
         tmp_log.write_text(f"$ {' '.join(argv)}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"
                             + (f"\n--- sandbox ---\n{status}: {reason}\n" if reason else ""))
         os.replace(tmp_log, log_path)
-        for p in (err_path, status_path):
+        for p in (err_path, status_path, status_path.with_suffix(".spec")):
             p.unlink(missing_ok=True)
         return RunResult(run_id=run_id, status=status, exit_code=code, wall_s=wall, cpu_s=cpu, peak_rss_mb=rss,
                          stdout_tail=head_tail(stdout, limits.tail_chars),
@@ -464,20 +461,3 @@ def _read_capped(path: Path, cap: int) -> str:
             return f.read(cap).decode("utf-8", "replace")
     except OSError:
         return ""
-
-
-def _classify(code: int | None, stdout: str, stderr: str, *, mem_hit: bool, pids_hit: bool, disk_full: bool,
-              cpu_over: bool) -> tuple[str, str | None]:
-    if code == 0:
-        return "ok", None
-    if code == -signal.SIGXCPU or cpu_over:
-        return "timeout", "CPU time limit reached"
-    if mem_hit or "MemoryError" in stderr or "Cannot allocate memory" in stderr:
-        return "memory", "memory limit reached"
-    if pids_hit:
-        return "killed", "process limit reached"
-    if disk_full or code == -signal.SIGXFSZ or "File too large" in stderr or "No space left on device" in stderr:
-        return "killed", "disk limit reached"
-    if code is None or code < 0:
-        return "killed", f"killed by signal {-code}" if code is not None else "ended without an exit status"
-    return "error", None

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..envs.layout import GradeSpec
-from ..errors import SynthesisError
-from ..sandbox import Limits
+from ..errors import SandboxError, SynthesisError
+from ..sandbox import Limits, RunMeta, SandboxBackend
 from . import generator_program
 from .blueprint import Blueprint
 from .describe import write_description
@@ -79,8 +79,9 @@ class GeneratorRun:
     sandbox_run_id: str | None = None
 
 
-def run_generator(sandbox, program: str, dest: Path, rng_seed: int, *, n_train: int | None = None,
-                  n_test: int | None = None, limits: Limits | None = None, meta: dict | None = None) -> GeneratorRun:
+def run_generator(sandbox: SandboxBackend, program: str, dest: Path, rng_seed: int, *, n_train: int | None = None,
+                  n_test: int | None = None, limits: Limits | None = None,
+                  meta: RunMeta | None = None) -> GeneratorRun:
     """Run the program in a fresh sandbox workspace and move its output to ``dest`` (public/ + private/)."""
     with sandbox.open(None, label="generator") as ws:
         ws.write_file("generator.py", program.encode())
@@ -96,10 +97,14 @@ def run_generator(sandbox, program: str, dest: Path, rng_seed: int, *, n_train: 
             tail = (res.stderr_tail or res.stdout_tail or "").strip().splitlines()
             return GeneratorRun(False, res.wall_s, f"generator {res.status}: {tail[-1] if tail else 'no output'}", res.run_id)
         dest.mkdir(parents=True, exist_ok=True)
+        room = (limits or sandbox.default_limits).max_disk_mb * 2**20  # no more than a workspace can hold
         for part in ("public", "private"):
             if (dest / part).exists():
                 shutil.rmtree(dest / part)
-            shutil.copytree(ws.path / "out" / part, dest / part)
+            try:
+                ws.copy_out(f"out/{part}", dest / part, max_bytes=room)
+            except SandboxError as exc:
+                return GeneratorRun(False, res.wall_s, f"generator output: {exc}", res.run_id)
         return GeneratorRun(True, res.wall_s, "", res.run_id)
 
 

@@ -24,7 +24,7 @@ from ..config import load_settings
 from ..envs.layout import GradeSpec, envs_root, new_build_dir
 from ..errors import InfrastructureError, SandmleError, SynthesisError
 from ..grading.metrics import METRICS, get_metric
-from ..sandbox import Limits, get_backend
+from ..sandbox import Limits, RunMeta, SandboxBackend, get_backend
 from . import prompts
 from .blueprint import Blueprint, check_blueprint
 from .designer import check_scenario, fingerprint, similarity
@@ -34,7 +34,7 @@ from .grader import grade_spec, prove
 from .llm import LLMBackend, MalformedOutput, get_llm
 from .record import store_environment
 from .reviewer import review
-from .solutions import sandbox_options
+from .solutions import with_solution_imports
 from .verifier import verify
 
 DUPLICATE_SIMILARITY = 0.85
@@ -101,12 +101,12 @@ def derive_seed(*parts: Any) -> int:
 class Synthesizer:
     """One synthesis batch: shared backend, sandbox, store handle and near-duplicate registry."""
 
-    def __init__(self, store, seed: dict[str, Any], llm: LLMBackend, sandbox, *, run_id: str, rng_seed: int,
-                 max_retries: int = 3, ladder_seeds: int = 2, limits: Limits | None = None):
+    def __init__(self, store, seed: dict[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
+                 rng_seed: int, max_retries: int = 3, ladder_seeds: int = 2, limits: Limits | None = None):
         self.store, self.seed, self.llm, self.sandbox = store, seed, llm, sandbox
         self.run_id, self.rng_seed = run_id, rng_seed
         self.max_retries, self.ladder_seeds = max_retries, ladder_seeds
-        self.limits = limits or Limits(timeout_s=240, cpu_s=480, memory_mb=4096)
+        self.limits = limits or sandbox.default_limits
         self._lock = threading.Lock()
         self._fingerprints = [fp for _, fp in store.envs.fingerprints(seed["id"])]
 
@@ -227,7 +227,7 @@ class Synthesizer:
             st.update({"knobs": knobs, "data_seed": data_seed, "program": program})
             t0 = time.perf_counter()
             gen = run_generator(self.sandbox, program, st["env_dir"], data_seed, limits=self.limits,
-                                meta={"run_id": self.run_id})
+                                meta=RunMeta(run_id=self.run_id))
             problems = [gen.error] if not gen.ok else check_output(st["env_dir"], spec, scenario)
             if problems:
                 last_reason = "; ".join(problems)
@@ -250,7 +250,7 @@ class Synthesizer:
             t2 = time.perf_counter()
             verdict = verify(self.sandbox, st["env_dir"], spec, seeds=tuple(range(self.ladder_seeds)),
                              media_col=scenario.get("media_column"), limits=self.limits,
-                             meta={"run_id": self.run_id}, rng=rng, expected=expected_profile(seed))
+                             meta=RunMeta(run_id=self.run_id), rng=rng, expected=expected_profile(seed))
             st["verdict"] = verdict
             self.record(env_id, "verifier", attempt, "reference ladder, fuzzing, leakage probes",
                         verdict.report, "ok" if verdict.ok else ("retry" if verdict.send_to == "engineer"
@@ -314,8 +314,7 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
         rng_seed = int.from_bytes(__import__("os").urandom(4), "big") & 0x7FFFFFFF
     own_sandbox = sandbox is None
     if own_sandbox:
-        sandbox = get_backend(settings.sandbox.backend, store=store, settings=settings.sandbox,
-                              **sandbox_options(settings))
+        sandbox = get_backend(store=store, settings=with_solution_imports(settings.sandbox))
     run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": llm.name,
                                              "workers": workers, "rng_seed": rng_seed},
                                name=f"synth {seed_id} x{count}")

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config import SandboxSettings
+
 PRELUDE = '''\
 import sys
 import warnings
@@ -342,12 +344,10 @@ WARM_IMPORTS = ["numpy", "pandas", "sklearn", "scipy.sparse", "sklearn.ensemble"
                 "PIL.Image", "PIL.PngImagePlugin"]
 
 
-def sandbox_options(settings) -> dict:
-    """Extra options for ``get_backend`` so that the warm worker has the solutions' imports done."""
-    if settings.sandbox.backend != "local":
-        return {}
-    extra = [m for m in WARM_IMPORTS if m not in settings.sandbox.warm_imports]
-    return {"warm_imports": list(settings.sandbox.warm_imports) + extra}
+def with_solution_imports(settings: SandboxSettings) -> SandboxSettings:
+    """The sandbox settings with the reference solutions' imports added to what a warm worker imports."""
+    extra = [m for m in WARM_IMPORTS if m not in settings.warm_imports]
+    return settings.model_copy(update={"warm_imports": [*settings.warm_imports, *extra]})
 
 
 #: the verifier's reference ladder, weakest first

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from ..envs.layout import GradeSpec
-from ..errors import InvalidSubmission
+from ..errors import InvalidSubmission, SandboxError
 from ..grading.metrics import get_metric
 from ..grading.score import answers_matrix, prediction_matrix, read_frame, score_submission, validate
 from ..grading.thresholds import thresholds
-from ..sandbox import Limits
+from ..sandbox import Limits, RunMeta, SandboxBackend
 from .fidelity import Profile, check, measure
 from .grader import better
 from .solutions import LADDER, RUNNER, render_solution
@@ -50,8 +50,8 @@ class Verdict:
     thresholds: dict[str, Any] | None = None
 
 
-def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...] = (0, 1), *,
-               limits: Limits | None = None, meta: dict | None = None,
+def run_ladder(sandbox: SandboxBackend, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...] = (0, 1), *,
+               limits: Limits | None = None, meta: RunMeta | None = None,
                ladder: dict | None = None) -> tuple[list[LadderRun], dict[tuple[str, int], pd.DataFrame], float]:
     """Every ladder solution × RNG seed in one sandbox run over a copy of ``public_dir`` (imports paid once)."""
     ladder = ladder or LADDER
@@ -67,7 +67,7 @@ def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...
         subs: dict[tuple[str, int], pd.DataFrame] = {}
         try:
             results = json.loads(ws.read_file("_ladder_result.json"))
-        except (OSError, ValueError):
+        except (SandboxError, ValueError):
             tail = (res.stderr_tail or res.stdout_tail).strip().splitlines()
             err = f"ladder run {res.status}: {tail[-1] if tail else 'no output'}"
             return [LadderRun(p["name"], p["seed"], res.status, res.wall_s, None, err) for p in plan], {}, res.wall_s
@@ -77,7 +77,7 @@ def run_ladder(sandbox, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...
                 try:
                     subs[(run.name, run.seed)] = pd.read_csv(io.BytesIO(ws.read_file(r["out"])),
                                                              dtype={spec.id_column: str})
-                except (OSError, ValueError) as exc:
+                except (SandboxError, ValueError) as exc:
                     run.status, run.error = "error", f"no readable submission: {exc}"
             runs.append(run)
     return runs, subs, res.wall_s
@@ -276,9 +276,9 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
     return report, problems
 
 
-def verify(sandbox, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1), media_col: str | None = None,
-           limits: Limits | None = None, meta: dict | None = None, rng: np.random.Generator | None = None,
-           expected: Profile | None = None) -> Verdict:
+def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1),
+           media_col: str | None = None, limits: Limits | None = None, meta: RunMeta | None = None,
+           rng: np.random.Generator | None = None, expected: Profile | None = None) -> Verdict:
     """Accept or reject one environment; ``expected`` (the seed's profile) is checked first: an environment that
     loses what makes its seed that task (classes, feature kind and count, id and submission format) is rejected."""
     rng = rng or np.random.default_rng(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from .common import POSITIVE_S, Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
+from .sandbox_options import sandbox_options
 
 #: short headers of the per-competition table (the Markdown table and the README spell them out)
 SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
@@ -28,7 +29,7 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 @click.option("--workers", type=click.IntRange(min=1),
               help="Episodes at once (default: [executor] workers of the settings).")
 @executor_options
-@click.option("--step-timeout", type=POSITIVE_S, help="Seconds per code step (default: [sandbox] timeout_s).")
+@sandbox_options(timeout_alias="--step-timeout")
 @click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--name", help="A name for the eval run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -38,7 +39,8 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 @click.pass_context
 def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: str, selector: str | None,
           metric: str | None, n_seeds: int, limit: int | None, max_turns: int | None, workers: int | None,
-          executor: str | None, address: str | None, step_timeout: float | None, episode_timeout: float, name: str | None, as_json: bool,
+          executor: str | None, address: str | None, sandbox_backend: str | None, memory_mb: int | None,
+          max_procs: int | None, timeout_s: float | None, episode_timeout: float, name: str | None, as_json: bool,
           as_markdown: bool, wide: bool) -> None:
     """Evaluate a policy: per competition, MLE-bench's report (valid, above median, bronze / silver / gold, any
     medal, score) plus HumanRank; overall, each rate as mean ± SEM over seeds. Results go into the store as an
@@ -50,9 +52,13 @@ def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: st
     from engine.config import load_settings
     from engine.eval.run import run_eval
     from engine.eval.select import select
+    from engine.sandbox import get_backend
 
     settings = load_settings()
-    chosen = select(ctx.store, selector, limit=limit, metric=metric, quota_mb=settings.sandbox.max_disk_mb)
+    sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
+                                        timeout_s=timeout_s)
+    get_backend(store=ctx.store, settings=sandbox).close()  # one line, before any output, if it cannot start
+    chosen = select(ctx.store, selector, limit=limit, metric=metric, quota_mb=sandbox.max_disk_mb)
     if chosen.skipped:
         click.echo(f"skipping {len(chosen.skipped)} competition(s) (missing, not prepared or too large; listed in "
                    "the report)", err=True)
@@ -60,8 +66,8 @@ def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: st
     bar = progress(len(chosen.envs) * n_seeds, f"eval {scaffold}")
     with bar:
         report = run_eval(ctx.store, policy_spec, chosen.envs, scaffold=scaffold, rng_seeds=list(range(n_seeds)),
-                          max_turns=max_turns, step_timeout_s=step_timeout, episode_timeout_s=episode_timeout,
-                          workers=workers, executor=executor or settings.executor.kind,
+                          max_turns=max_turns, episode_timeout_s=episode_timeout, workers=workers,
+                          executor=executor or settings.executor.kind, sandbox=sandbox,
                           address=address or settings.executor.ray_address, name=name, skipped=chosen.skipped,
                           progress=lambda done, total: bar.update(done - bar.pos), on_lost=warn)
     show_report(report, as_json=as_json, as_markdown=as_markdown, wide=wide)

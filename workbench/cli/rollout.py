@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .common import POSITIVE_S, Context, emit_json, pass_ctx
+from .sandbox_options import sandbox_options
 
 
 @click.command()
@@ -16,7 +17,7 @@ from .common import POSITIVE_S, Context, emit_json, pass_ctx
 @click.option("--max-turns", type=click.IntRange(min=1),
               help="Turn budget (react: model calls; aide: nodes). Default per scaffold.")
 @click.option("--seed", "rng_seed", type=int, default=0, show_default=True, help="RNG seed of the episode.")
-@click.option("--step-timeout", type=POSITIVE_S, help="Seconds per code step (default: [sandbox] timeout_s).")
+@sandbox_options(timeout_alias="--step-timeout")
 @click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--reward", default="milestone", show_default=True, help="Reward scheme: milestone, sparse, humanrank.")
 @click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised (overrides it).")
@@ -24,39 +25,39 @@ from .common import POSITIVE_S, Context, emit_json, pass_ctx
 @click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
 @pass_ctx
 def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_turns: int | None, rng_seed: int,
-            step_timeout: float | None, episode_timeout: float, reward: str, metric: str | None, show: bool,
-            as_json: bool) -> None:
+            sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,
+            episode_timeout: float, reward: str, metric: str | None, show: bool, as_json: bool) -> None:
     """Run one episode and store the trajectory, its submission, grade report and reward."""
     from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
     from engine.config import load_settings
     from engine.errors import SandmleError
-    from engine.eval.run import DEFAULT_TURNS, sandbox_backend
+    from engine.eval.run import DEFAULT_TURNS
     from engine.eval.select import resolve_env
     from engine.grading.rewards import get_scheme
     from engine.eval.mlebench import quota_problem
 
-    settings = load_settings()  # a bad config is one line, as for every other command
+    from engine.sandbox import get_backend
+
+    sandbox_settings = load_settings().sandbox.override(backend=sandbox_backend, memory_mb=memory_mb,
+                                                        max_procs=max_procs, timeout_s=timeout_s)
     get_scheme(reward)
     env = resolve_env(ctx.store, env_ref, metric=metric)
-    too_big = quota_problem(env, settings.sandbox.max_disk_mb)
+    too_big = quota_problem(env, sandbox_settings.max_disk_mb)
     if too_big:
         raise SandmleError(f"{env.id}: {too_big}", hint="raise [sandbox] max_disk_mb or use a machine with more room")
     policy = load_policy(policy_spec)
+    sandbox = get_backend(store=ctx.store, settings=sandbox_settings)  # one line when it cannot start
     click.echo(f"rollout: {policy.name} · {scaffold} · {env.id}", err=True)
     def progress(turn) -> None:
         lines = (turn.observation or turn.text or "").strip().splitlines()
         head = " ".join(lines[:2])[:100]
         click.echo(f"  {turn.tool or 'format'}: {head}", err=True)
 
-    sandbox = sandbox_backend(ctx.store)
-    try:
+    with sandbox:
         traj = run_episode(env, policy, scaffold=scaffold, sandbox=sandbox, store=ctx.store, rng_seed=rng_seed,
-                           max_turns=max_turns or DEFAULT_TURNS[scaffold],
-                           step_timeout_s=step_timeout or settings.sandbox.timeout_s,
-                           episode_timeout_s=episode_timeout, reward=reward, on_turn=progress)
-    finally:
-        sandbox.close()
+                           max_turns=max_turns or DEFAULT_TURNS[scaffold], episode_timeout_s=episode_timeout,
+                           reward=reward, on_turn=progress)
     if as_json:
         emit_json(traj.to_dict())
         return

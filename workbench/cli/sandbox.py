@@ -6,10 +6,15 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from .common import POSITIVE_S, Context, emit_json, pass_ctx, progress, table, warn, wide_option
+from .common import Context, emit_json, pass_ctx, progress, table, warn, wide_option
+from .sandbox_options import sandbox_options
+
+if TYPE_CHECKING:
+    from engine.config import SandboxSettings
 
 
 @click.group()
@@ -20,10 +25,8 @@ def sandbox() -> None:
 @sandbox.command("run", context_settings={"ignore_unknown_options": True})
 @click.option("--env", "env_id", help="Start from this environment's public files.")
 @click.option("--workdir", type=click.Path(exists=True, file_okay=False), help="Start from a copy of this folder.")
-@click.option("--backend", type=click.Choice(["local", "docker"]), help="Sandbox backend (default: settings).")
+@sandbox_options(backend_alias="--backend")
 @click.option("--warm/--cold", default=None, help="`python FILE` on the warm worker (pandas/sklearn imported).")
-@click.option("--timeout", "timeout_s", type=POSITIVE_S, help="Wall-time limit in seconds.")
-@click.option("--memory-mb", type=int, help="Memory limit in MB (>= 1024 for pandas/sklearn).")
 @click.option("--executor", type=click.Choice(["inline", "local", "process", "ray"]), default="inline",
               show_default=True, help="inline: here, once; local: worker threads; process: worker processes; ray: "
                                       "Ray actors (a local Ray, or --address).")
@@ -34,19 +37,20 @@ def sandbox() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_ctx
-def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str | None, warm: bool | None,
-            timeout_s: float | None, memory_mb: int | None, executor: str, address: str | None, repeat: int,
-            workers: int | None, as_json: bool, command: tuple[str, ...]) -> None:
+def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, sandbox_backend: str | None,
+            memory_mb: int | None, max_procs: int | None, timeout_s: float | None, warm: bool | None,
+            executor: str, address: str | None, repeat: int, workers: int | None, as_json: bool,
+            command: tuple[str, ...]) -> None:
     """Run COMMAND (after `--`) in a fresh workspace and print the result; exit 1 unless its status is ok."""
-    import dataclasses
-
     from engine.config import load_settings
     from engine.errors import SandboxError
-    from engine.sandbox import Limits, get_backend
+    from engine.sandbox import RunMeta, get_backend
 
     if env_id and workdir:
         raise SandboxError("give --env or --workdir, not both")
     settings = load_settings()
+    sandbox_settings = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
+                                                 timeout_s=timeout_s)
     source = None
     if env_id:
         row = ctx.store.envs.get(env_id)
@@ -55,23 +59,13 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str 
         source = Path(row["dir"]) / "public"
     elif workdir:
         source = Path(workdir)
-    limits = Limits.from_settings(settings.sandbox)
-    if timeout_s is not None:
-        limits = dataclasses.replace(limits, timeout_s=timeout_s)
-    if memory_mb is not None:
-        if memory_mb < 1024:
-            raise SandboxError("--memory-mb must be at least 1024 (pandas and sklearn need it to import)")
-        limits = dataclasses.replace(limits, memory_mb=memory_mb)
-    name = backend or settings.sandbox.backend
     if executor != "inline" or repeat > 1:
-        _run_many(ctx, settings, executor if executor != "inline" else "local", address, repeat, workers,
-                  source, env_id, name, warm, limits, list(command), as_json)
+        _run_many(ctx, executor if executor != "inline" else "local", address, repeat, workers,
+                  source, env_id, sandbox_settings, warm, list(command), as_json)
         return
-    options = {"warm": warm if warm is not None else settings.sandbox.warm} if name == "local" else {}
-    with get_backend(name, store=ctx.store, settings=settings.sandbox, limits=limits, **options) as be:
+    with get_backend(store=ctx.store, settings=sandbox_settings, warm=warm) as be:
         with be.open(source, label="cli") as ws:
-            kwargs = {"warm": warm} if name == "local" else {}
-            result = ws.run(list(command), limits=limits, meta={"env_id": env_id, "executor": "cli"}, **kwargs)
+            result = ws.run(list(command), meta=RunMeta(env_id=env_id, executor="cli"), warm=warm)
     data = result.to_dict()
     if as_json:
         emit_json(data)
@@ -87,15 +81,15 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, backend: str 
         raise SystemExit(1)
 
 
-def _run_many(ctx: Context, settings, kind: str, address: str | None, repeat: int, workers: int | None, source,
-              env_id: str | None, backend: str, warm: bool | None, limits, command: list[str], as_json: bool) -> None:
+def _run_many(ctx: Context, kind: str, address: str | None, repeat: int, workers: int | None,
+              source: Path | None, env_id: str | None, sandbox_settings: SandboxSettings, warm: bool | None,
+              command: list[str], as_json: bool) -> None:
     from engine.executors import SandboxJob, get_executor, run_sandbox_job
+    from engine.sandbox import RunMeta
 
-    job = SandboxJob(command=command, source=str(source) if source else None, limits=limits, warm=warm,
-                     meta={"env_id": env_id})
-    sandbox = settings.sandbox.model_copy(update={"backend": backend})
+    job = SandboxJob(command=command, source=str(source) if source else None, warm=warm, meta=RunMeta(env_id=env_id))
     with progress(repeat, f"{kind} executor") as bar:
-        with get_executor(kind, store=ctx.store, workers=workers, sandbox=sandbox, address=address,
+        with get_executor(kind, store=ctx.store, workers=workers, sandbox=sandbox_settings, address=address,
                           on_lost=warn) as ex:
             results = ex.map(run_sandbox_job, [job] * repeat, on_result=lambda i, r: bar.update(1))
     if as_json:
@@ -105,6 +99,24 @@ def _run_many(ctx: Context, settings, kind: str, address: str | None, repeat: in
                for r in results], ["id", "status", "exit", "wall_s", "stdout (end)"])
     if not all(r.ok for r in results):
         raise SystemExit(1)
+
+
+@sandbox.command("build-image")
+@click.option("--name", default=None, help="Name of the image [default: sandmle-base:1, the docker backend's].")
+@pass_ctx
+def build_image(ctx: Context, name: str | None) -> None:
+    """Build the docker backend's base image here, without a registry: an empty root filesystem imported with
+    `docker import`; containers of it mount this machine's /usr, /etc, interpreter and virtual env read-only.
+    (The docker backend builds it on first use too; on a GPU server, name any image in [sandbox] docker_image.)"""
+    from engine.sandbox.docker import connect
+    from engine.sandbox.image import BASE_IMAGE, build_base_image
+
+    name = name or BASE_IMAGE
+    image_id = build_base_image(connect(), name)
+    click.echo(f"built {name} ({image_id[:19]})")
+    if name != BASE_IMAGE:
+        click.echo(f"to use it: [sandbox] docker_image = \"{name}\" in the config file "
+                   f"(or SANDMLE_SANDBOX__DOCKER_IMAGE={name})")
 
 
 @sandbox.group()
