@@ -300,18 +300,23 @@ async def test_environment_split_moves_by_key_and_the_launch_form_counts_it(demo
         await pilot.pause()
         assert store.envs.get("env-tab-000")["split"] == "heldout" and str(table.get_row_at(0)[2]) == "heldout"
         assert "1 train · 1 heldout verified" in static_text(app.screen.query_one("#envs-info"))
+        store.envs.update("env-tab-001", split="real")  # a real competition never moves into training
+        app.screen.reload()
+        await pilot.press("down", "p")
+        await pilot.pause()
+        assert store.envs.get("env-tab-001")["split"] == "real"
         await goto(pilot, "4")
         await pilot.press("l")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "LaunchFormScreen")
         form = app.screen
         info = form.query_one("#launch-envs-info")
-        assert str(info.render()) == "split train: 1 verified environment"
+        assert str(info.render()).startswith("split train: 0 verified environments")
         form.query_one("#launch-envs").value = "heldout"
         await pilot.pause()
         assert str(info.render()) == "split heldout: 1 verified environment"
-        form.query_one("#launch-envs").value = "all"
+        form.query_one("#launch-envs").value = "all"  # every split but the real competitions
         await pilot.pause()
-        assert str(info.render()) == "split all: 2 verified environments"
+        assert str(info.render()) == "split all: 1 verified environment"
 
 
 def test_mean_sem():

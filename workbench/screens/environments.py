@@ -7,6 +7,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
+from engine.envs.layout import REAL_SPLIT
+
 from ..fmt import clip, short_id
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
@@ -134,6 +136,10 @@ class EnvironmentsScreen(BaseScreen):
         if key is None:
             return
         env = self.store.envs.get(key)
+        if env["split"] == REAL_SPLIT:
+            self.notify(f"{key} is a real competition: it stays in split {REAL_SPLIT} (training never uses it)",
+                        severity="warning")
+            return
         split = "heldout" if env["split"] == "train" else "train"
         self.store.envs.set_split([key], split)
         self.notify(f"{key} → {split}", timeout=2)
