@@ -355,6 +355,9 @@ async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
         await goto(pilot, "5")
         summary = static_text(app.screen.query_one("#eval-summary"))
         assert "wall 3m30s · $4.00" in summary
+        await goto(pilot, "4")
+        runs = app.screen.query_one("#runs-table", DataTable)
+        assert str(runs.get_row_at(runs.get_row_index("grpo-demo"))[-1]) == "5m00s"
 
 
 def test_short_ids_keep_the_end_that_tells_them_apart():
@@ -426,3 +429,39 @@ async def test_rollouts_of_a_long_run_are_paged(demo):
         await pilot.pause()
         assert table.row_count == 52 and "101–152 of 152" in static_text(info)
         assert [r.value for r in table.rows][-1] == "traj-many-149"
+
+
+async def test_eval_without_a_leaderboard_is_na_and_failed_episodes_are_apart(demo):
+    store, ids = demo
+    store.envs.add({"id": "mlebench-no-board", "title": "no leaderboard", "status": "verified", "split": "real",
+                    "modality": "tabular", "task_type": "regression", "metric": "rmse", "lower_is_better": True,
+                    "id_column": "id", "target_columns": ["y"]})
+    run = store.runs.create("eval", {"policy": "hf:tiny", "scaffold": "react"}, run_id="eval-mixed", name="mixed")
+    base = {"policy": "hf:tiny", "scaffold": "react", "valid": True, "reward": 0.5, "has_leaderboard": True,
+            "gold": False, "human_rank": None, "score": None, "error": None}
+    store.runs.add_eval_results(run, [
+        {**base, "env_id": "env-tab-000", "rng_seed": 0, "gold": True, "human_rank": 0.9, "score": 0.9},
+        {**base, "env_id": "env-tab-000", "rng_seed": 1, "human_rank": 0.5, "score": 0.7},
+        # a competition without a leaderboard: medals and HumanRank are n/a there, not 0
+        {**base, "env_id": "mlebench-no-board", "rng_seed": 0, "has_leaderboard": False, "score": 0.3},
+        {**base, "env_id": "mlebench-no-board", "rng_seed": 1, "has_leaderboard": False, "score": 0.4},
+        # an episode that could not run (an unreachable endpoint) is no result
+        {**base, "env_id": "env-tab-001", "rng_seed": 0, "valid": False, "error": "connection refused"},
+    ])
+    store.runs.finish(run, "done")
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "5")
+        runs = app.screen.query_one("#eval-runs", DataTable)
+        runs.move_cursor(row=runs.get_row_index("eval-mixed"))
+        await pilot.pause()
+        # seed 0: medal 1 (env-tab-000 only), seed 1: 0 → 50%; HumanRank (0.9, 0.5) → 0.70
+        assert [str(c) for c in runs.get_row_at(runs.cursor_row)][4:] == ["4", "50%", "100%", "0.70"]
+        summary = static_text(app.screen.query_one("#eval-summary"))
+        assert "4 episodes" in summary and "medal 50% ± 50%" in summary and "HumanRank 0.700 ± 0.200" in summary
+        assert "leave out 2 episode(s) without a leaderboard" in summary
+        assert "1 episode(s) could not run" in summary
+        results = app.screen.query_one("#eval-results", DataTable)
+        assert [r.value for r in results.rows] == ["env-tab-000", "mlebench-no-board"]
+        no_board = [str(c) for c in results.get_row_at(1)]
+        assert no_board[1:5] == ["2", "100%±0%", "n/a", "n/a"] and no_board[5].startswith("0.35")

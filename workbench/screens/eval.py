@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from engine.eval.report import aggregate, rates_of, mean_sem as engine_mean_sem
+from engine.eval.report import aggregate, left_out, rates_of, results_only, mean_sem as engine_mean_sem
 
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..runinfo import run_cost
@@ -38,9 +38,10 @@ def mean_sem(values: list[float | None]) -> tuple[float | None, float | None]:
 
 
 def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False, compact: bool = False) -> str:
+    """Mean ± SEM; n/a where the rate applies to no episode (medals and HumanRank need a leaderboard)."""
     m, s = pair
     if m is None:
-        return "—"
+        return "n/a"
     if pct:
         return f"{m:.0%}±{s:.0%}" if compact else f"{m:.0%} ± {s:.0%}"
     return f"{m:.2f}±{s:.2f}" if compact else f"{m:.3f} ± {s:.3f}"
@@ -48,7 +49,7 @@ def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False, compact: 
 
 def fmt_mean(pair: tuple[float | None, float | None], pct: bool = False) -> str:
     m = pair[0]
-    return "—" if m is None else f"{m:.0%}" if pct else f"{m:.2f}"
+    return "n/a" if m is None else f"{m:.0%}" if pct else f"{m:.2f}"
 
 
 def fmt_value(value: float, pct: bool) -> str:
@@ -87,18 +88,21 @@ def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
     """(overall, per env). Overall is the engine's own figure (each rate averaged over environments per seed, then
     mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes of the
     engine's per-episode rates (an invalid submission has HumanRank 0; a competition without a leaderboard has no
-    medal or HumanRank: n/a, left out)."""
-    summary = aggregate(results)[0] if results else {}
+    medal or HumanRank: n/a, left out). Episodes that could not run (an ``error``) are counted apart, as the engine
+    does."""
+    ran = results_only(results)
+    summary = aggregate(ran)[0] if ran else {}
 
     def pair(rate: str) -> tuple[float | None, float | None]:
         stat = summary.get(rate) or {}
         m = stat.get("mean")
         return (None, None) if m is None or m != m else (m, stat["sem"])  # None / NaN: nothing to average
 
-    overall = {"n": len(results), "valid": pair("valid"), "medal": pair("any_medal"), "gold": pair("gold"),
+    overall = {"n": len(ran), "errors": len(results) - len(ran), "no_board": left_out(ran)["episodes"],
+               "valid": pair("valid"), "medal": pair("any_medal"), "gold": pair("gold"),
                "human_rank": pair("human_rank")}
     by_env: dict[str, list[dict]] = defaultdict(list)
-    for r in results:
+    for r in ran:
         by_env[r["env_id"] or "?"].append(r)
     per_env = {}
     for env, rows in sorted(by_env.items()):
@@ -190,6 +194,10 @@ class EvalScreen(BaseScreen):
             f"wall {fmt_duration(wall_seconds(run))}" + (f" · {cost}" if cost else "") + "\n"
             f"medal {fmt_ms(overall['medal'], True)} · gold {fmt_ms(overall['gold'], True)} · "
             f"valid {fmt_ms(overall['valid'], True)} · HumanRank {fmt_ms(overall['human_rank'])}"
+            + (f"\nmedals and HumanRank leave out {overall['no_board']} episode(s) without a leaderboard"
+               if overall["no_board"] else "")
+            + (f"\n[red]{overall['errors']} episode(s) could not run[/]: not counted (`sandmle runs resume` "
+               f"retries them)" if overall["errors"] else "")
             + (f"\n[yellow]A = {escape(self.runs[self.mark]['name'] or self.mark)}: c on another run compares "
                f"(esc: cancel)[/]" if self.mark in self.runs else ""))
         self.set_columns(ENV_COLUMNS)

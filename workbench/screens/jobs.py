@@ -88,7 +88,7 @@ class JobsScreen(BaseScreen):
         info = self.query_one("#job-info", Static)
         log = self.query_one("#job-log", LogView)
         if run is None:
-            info.update("no jobs yet · l launches: on Seeds a synthesis, on Training a run, here a benchmark")
+            info.update("no jobs yet · l launches: synthesis (Seeds), training (Training), bench (here)")
             log.open(None)
             return
         cost = fmt_cost(run_cost(self.store, run))
