@@ -14,9 +14,9 @@ def test_macro_tokens_make_teacher_turns_short_and_exact(store, tmp_path):
 
     from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
-    from engine.bench._learn_macros import macro_tokens
+    from engine.agents.policies.tiny import macro_tokens
     from engine.envs.layout import EnvSpec
-    from engine.agents.corpus import default_corpus
+    from engine.agents.policies.tiny import default_corpus
     from engine.models.tiny import build_tiny_model
     from engine.rl.render import render_turns
 

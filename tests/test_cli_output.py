@@ -31,7 +31,7 @@ def test_tables_fit_80_columns_and_wide_shows_everything(seeded_store, run_cli):
     narrow = run_cli("envs", "list").out
     assert "tabular-binary-manufactu-0badc0de" in narrow  # ids are never cut
     rejected = next(line for line in narrow.splitlines() if "0badc0de" in line)
-    assert "rejected" in rejected and "verifier: the st" in rejected and rejected.endswith("…")
+    assert "rejected" in rejected and "verifier:" in rejected and rejected.endswith("…")
     wide = run_cli("envs", "list", "--wide").out
     assert LONG_REASON in wide and max(_widths(wide)) > 80
     verified = next(line for line in wide.splitlines() if "0000beef" in line)

@@ -9,6 +9,7 @@ import pytest
 from engine.config import SandboxSettings
 from engine.errors import ConfigError
 from engine.rl.config import GRPOConfig, SFTConfig, config_from_dict, load_config, to_dict
+from engine.rl.recipe import TINY_GRPO
 from engine.rl.curriculum import Curriculum
 
 
@@ -42,7 +43,8 @@ def test_toml_then_flags(tmp_path):
     f = tmp_path / "grpo.toml"
     f.write_text('[grpo]\nsteps = 7\ngroup_size = 8\nclip_high = 0.3\nenv_ids = ["a", "b"]\n')
     c = load_config(GRPOConfig, f, {"steps": 9, "lr": None})
-    assert (c.steps, c.group_size, c.clip_high, c.env_ids, c.lr) == (9, 8, 0.3, ["a", "b"], GRPOConfig().lr)
+    # lr=None means "not given": the model's default (tiny's recipe, as the file names no model)
+    assert (c.steps, c.group_size, c.clip_high, c.env_ids, c.lr) == (9, 8, 0.3, ["a", "b"], TINY_GRPO["lr"])
     flat = tmp_path / "flat.toml"
     flat.write_text("epochs = 2.0\nmin_reward = 0.7\n")
     s = load_config(SFTConfig, flat)

@@ -112,6 +112,17 @@ def test_kl_to_the_base_uses_the_same_model_with_the_adapter_disabled(tiny_dir):
     assert st1.kl > 0 and math.isfinite(st1.loss)
 
 
+def test_kl_is_measured_without_entering_the_loss(tiny_dir):
+    """kl_coef = 0: the KL is still reported (the collapse watch reads it), and the loss is the bare surrogate."""
+    model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    seqs = [build_sequence(_turns(tok, code)) for code in ("model = LogisticRegression()\n", "x = 1\n")]
+    opt = make_optimizer(model, lr=5e-2)
+    grpo_update(model, opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    st = grpo_update(model, opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    assert st.kl > 0
+    assert st.loss == pytest.approx(st.pg_loss)
+
+
 def test_checkpoint_round_trip_with_a_trained_norm(tiny_dir, tmp_path, store):
     """LoRA + a fully trained final norm (modules_to_save): saved in PEFT format, restored by resume."""
     from engine.rl.checkpoint import load_adapter_weights, load_state, save_checkpoint, verify

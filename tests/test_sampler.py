@@ -15,7 +15,7 @@ from engine.inference.hf import HFSampler
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from engine.agents.corpus import default_corpus
+    from engine.agents.policies.tiny import default_corpus
     from engine.models.loading import from_pretrained
     from engine.models.tiny import build_tiny_model
 

@@ -18,7 +18,7 @@ from vllm_standin import StandIn
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from engine.agents.corpus import default_corpus
+    from engine.agents.policies.tiny import default_corpus
     from engine.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64,

@@ -3,7 +3,7 @@
 1. synthesize environments from a few seeds (procedural backend) and split them by seed: the held-out
    environments come from seeds never used for training;
 2. build the tiny model (random init; byte-level BPE on the project's corpus plus macro tokens for the teacher's
-   fixed code blocks, see ``_learn_macros``);
+   fixed code blocks, see :func:`engine.agents.policies.tiny.macro_tokens`);
 3. collect demonstrations from the scripted teacher at mixed skill (right and wrong strategies) in ``react``;
 4. SFT (TRL) on the demonstrations that produced a valid submission — the baseline;
 5. trajectory-wise GRPO from the SFT adapter on the training environments;
@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 from store import Store
 
-from ..agents.corpus import default_corpus
 from ..agents.policies import load_policy
+from ..agents.policies.tiny import default_corpus, macro_tokens
 from ..agents.prompts import task_prompt
 from ..agents.rollout import run_episode
 from ..config import load_settings
@@ -40,7 +40,6 @@ from ..sandbox import get_backend
 from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult
-from ._learn_macros import macro_tokens
 
 
 @dataclass
@@ -298,7 +297,7 @@ def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int 
         }
         notes = [
             f"tiny model: Qwen3 hidden {plan.hidden}, {plan.layers} layers, random init (std 1/sqrt(hidden)), LoRA r=16 + final norm; macro tokens for the teacher's "
-            "fixed code blocks (see engine/bench/_learn_macros.py)",
+            "fixed code blocks (see engine/agents/policies/tiny.py)",
             f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
             f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
         ]

@@ -12,10 +12,10 @@ from typing import Any
 
 from store import Store
 
-from ..agents.corpus import default_corpus
 from ..agents.env import MLEEnv
 from ..agents.format import ToolCall
 from ..agents.policies import load_policy
+from ..agents.policies.tiny import default_corpus
 from ..agents.rollout import run_episode
 from ..config import load_settings
 from ..envs.layout import EnvSpec

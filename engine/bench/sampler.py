@@ -33,7 +33,7 @@ from typing import Any
 
 from store import Store
 
-from ..agents.corpus import default_corpus
+from ..agents.policies.tiny import default_corpus
 from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
 from ..models.tiny import build_tiny_model

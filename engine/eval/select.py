@@ -117,3 +117,20 @@ def resolve_env(store, ref: str, *, metric: str | None = None) -> EnvSpec:
     if len(specs) != 1:
         raise SandmleError(f"{ref!r} names {len(specs)} environments; give exactly one")
     return specs[0]
+
+
+#: the splits a user moves environments between (training reads `train`; held-out evaluation `heldout`)
+SPLITS = ("train", "heldout")
+
+
+def set_split(store, selector: str, split: str) -> list[str]:
+    """Move the stored environments ``selector`` names (as :func:`select_envs` reads it; folders have no split)
+    into ``split``; returns their ids."""
+    if split not in SPLITS:
+        raise SandmleError(f"unknown split {split!r}; expected {' or '.join(SPLITS)}")
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if Path(part).expanduser().is_dir():
+            raise SandmleError(f"{part}: a folder has no split; give stored env ids, split:NAME, seed:ID or all")
+    ids = [spec.id for spec in select_envs(store, selector)]
+    store.envs.set_split(ids, split)
+    return ids

@@ -1,6 +1,7 @@
 """One config dataclass per algorithm (as TRL does): every field carries help text, ``__post_init__`` rejects
 bad values with a ``ValueError`` naming the field, and :func:`load_config` merges a ``--config FILE.toml`` with
-command-line flags (unknown keys are rejected with the key and the file)."""
+command-line flags (unknown keys are rejected with the key and the file). For keys neither sets, the model's own
+defaults come first (``tiny``'s recipe: :mod:`.recipe`), then the dataclass defaults."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
+from .recipe import defaults as model_defaults
 
 
 def _option(default: Any, help: str, **kw: Any) -> Any:
@@ -20,9 +22,10 @@ def _option(default: Any, help: str, **kw: Any) -> Any:
 
 @dataclass
 class _Common:
-    model: str = _option("tiny",
-                         "base model: a local folder or hub id; 'tiny' = the project's locally built tiny model")
-    adapter: str | None = _option(None, "start from this PEFT adapter folder (e.g. the SFT adapter)")
+    model: str = _option("tiny", "base model: a local folder or hub id; 'tiny' = the project's locally built tiny "
+                         "model, which brings its own defaults (shown as 'tiny:')")
+    adapter: str | None = _option(None, "start from this PEFT adapter: a folder, a run id (its final adapter) or "
+                                  "RUN_ID@STEP (e.g. the SFT run)")
     lr: float = _option(1e-4, "learning rate (AdamW)")
     weight_decay: float = _option(0.0, "AdamW weight decay")
     max_grad_norm: float = _option(1.0, "gradient clipping norm")
@@ -184,7 +187,8 @@ C = TypeVar("C", GRPOConfig, SFTConfig)
 
 def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> C:
     """Build a config from a TOML file (top level or a ``[grpo]``/``[sft]`` table) plus overrides (flags set
-    by the user; ``None`` values are ignored). Errors become :class:`ConfigError` naming the key and file."""
+    by the user; ``None`` values are ignored), then the model's own defaults (:mod:`.recipe`) for keys neither
+    sets. Errors become :class:`ConfigError` naming the key and file."""
     data: dict[str, Any] = {}
     where = "flags"
     if path is not None:
@@ -207,6 +211,10 @@ def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[st
         if key not in known:
             raise ConfigError(f"unknown option {key!r} for {cls.__name__}")
         data[key] = list(value) if isinstance(value, tuple) else value
+    kind = "grpo" if cls is GRPOConfig else "sft"
+    model = data.get("model", next(f.default for f in fields(cls) if f.name == "model"))
+    for key, value in model_defaults(kind, model).items():
+        data.setdefault(key, value)
     try:
         return cls(**data)
     except (ValueError, TypeError) as exc:

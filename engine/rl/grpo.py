@@ -28,10 +28,12 @@ from ..config import load_settings
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
 from ..inference import Sampler, make_sampler
+from ..models.adapters import resolve_adapter
 from ..sandbox import SandboxBackend, get_backend
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
+from .health import CollapseWatch
 from .modeling import load_for_training, resolve_model
 from .objective import TokenSequence, build_sequence, group_advantages
 from .rollouts import Rollout, collect, fresh, stored_plan
@@ -97,6 +99,10 @@ class GRPOTrainer:
         self.optimizer: Any = None
         self.sampler: Any = None
         self.start_step = 1
+        self.watch = CollapseWatch()
+        self.warnings: list[str] = []
+        self.on_warning: Callable[[str], None] | None = None
+        self.interrupted = False  #: ended by Ctrl-C (KeyboardInterrupt), not by a stop request
 
     # ------------------------------------------------------------------ construction / resume
     @classmethod
@@ -114,8 +120,9 @@ class GRPOTrainer:
         random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
         model_path = resolve_model(cfg.model, self.store)
+        adapter = resolve_adapter(cfg.adapter, self.store) if cfg.adapter else None
         self.model, self.tokenizer, self.device = load_for_training(
-            model_path, adapter=cfg.adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+            model_path, adapter=adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
             lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device,
             gradient_checkpointing=cfg.gradient_checkpointing)
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
@@ -137,6 +144,9 @@ class GRPOTrainer:
             if "sampler_rng" in extra:
                 self.rng.setstate(extra["sampler_rng"])
             self.start_step = int(state["step"]) + 1
+            for step, values in self._logged_steps():
+                if (warning := self.watch.update(step, values)) is not None:
+                    self.warnings.append(warning)
         self.sampler = make_sampler(cfg.sampler, self.model, model_path=model_path,
                                     work_dir=self.run_dir / "sampler", url=cfg.sampler_url,
                                     max_batch=cfg.sampler_batch, prefix_cache_tokens=cfg.sampler_prefix_cache,
@@ -161,6 +171,23 @@ class GRPOTrainer:
             run_id=self.run_id, group_id=group_id, step=step, rng_seed=rng_seed, max_turns=cfg.max_turns,
             step_timeout_s=cfg.step_timeout_s, episode_timeout_s=cfg.episode_timeout_s, reward=cfg.reward)
 
+    def _logged_steps(self) -> list[tuple[int, dict[str, float]]]:
+        """(step, metrics) of the steps already logged (a resumed run's collapse watch starts from them)."""
+        by_step: dict[int, dict[str, float]] = {}
+        for name, points in self.store.runs.metrics(self.run_id).items():
+            for step, value in points:
+                if step < self.start_step:
+                    by_step.setdefault(step, {})[name] = value
+        return [(k, v) for k, v in sorted(by_step.items()) if "reward_mean" in v]
+
+    def policy_name(self, step: int) -> str:
+        """What step ``step``'s rollouts sample from: the model plus the adapter after ``step - 1`` updates (the
+        starting adapter before the first), named so that it loads again (``adapter=RUN_ID@STEP``)."""
+        name = f"hf:{self.cfg.model}"
+        if step > 1:
+            return f"{name},adapter={self.run_id}@{step - 1}"
+        return name + (f",adapter={self.cfg.adapter}" if self.cfg.adapter else "")
+
     def plan(self, step: int) -> list[str]:
         """The step's environments: those of groups already stored for it (resume), the rest from the curriculum."""
         have = stored_plan(self.store, self.run_id, step)
@@ -172,6 +199,7 @@ class GRPOTrainer:
         t0 = time.perf_counter()
         env_ids = self.plan(step)
         sampled = self.sampler.stats.snapshot()
+        self.policy.name = self.policy_name(step)
         self.model.eval()
         with torch.no_grad():
             collected = collect(self.store, self.run_id, step, env_ids, cfg.group_size, cfg.seed,
@@ -238,7 +266,13 @@ class GRPOTrainer:
             **self.sampler.stats.since(sampled),
             "step_s": time.perf_counter() - t0,
         }
+        warning = self.watch.update(step, metrics)
+        metrics["collapse"] = float(warning is not None)
         self.store.runs.log_metrics(self.run_id, step, metrics)
+        if warning is not None:
+            self.warnings.append(warning)
+            if self.on_warning:
+                self.on_warning(warning)
         return metrics
 
     # ------------------------------------------------------------------ the loop
@@ -288,6 +322,7 @@ class GRPOTrainer:
                     self.on_step(step, metrics)
         except KeyboardInterrupt:
             status = "stopped"
+            self.interrupted = True
         except BaseException as exc:
             if done > last_saved and self.model is not None:
                 self.checkpoint(done)
@@ -301,6 +336,6 @@ class GRPOTrainer:
             self.checkpoint(done)
         latest = self.store.runs.latest_checkpoint(self.run_id)
         summary = {"steps_done": done, "steps": cfg.steps, "adapter": latest["path"] if latest else None,
-                   "envs": len(self.env_ids)}
+                   "envs": len(self.env_ids), "status": status, "warnings": self.warnings}
         self.store.runs.finish(self.run_id, status, summary=summary)
         return summary

@@ -9,20 +9,16 @@ from typing import Any
 
 from store import Store
 
-from ..agents.corpus import default_corpus
+from ..agents.policies import tiny
 from ..errors import TrainingError
 from ..models.loading import from_pretrained, pick_device
-from ..models.tiny import build_tiny_model
 
 
 def resolve_model(spec: str, store: Store) -> str:
     """'tiny' → the project's tiny model under ``<data dir>/models/tiny`` (built on first use, no download);
     an existing folder → itself; anything else is passed to ``from_pretrained`` as a hub id."""
-    if spec == "tiny":
-        root = store.data_dir / "models" / "tiny"
-        if not (root / "config.json").is_file():
-            build_tiny_model(root, corpus=default_corpus())
-        return str(root)
+    if spec == tiny.NAME:
+        return str(tiny.ensure(store.data_dir))
     path = Path(spec).expanduser()
     if path.exists():
         if not (path / "config.json").is_file():

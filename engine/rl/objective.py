@@ -245,10 +245,11 @@ def grpo_loss(
     if is_weights is not None:
         per_token = per_token * is_weights
     kl = torch.zeros_like(per_token)
-    if ref_logprobs is not None and kl_coef > 0:
+    if ref_logprobs is not None:  # measured whenever given; part of the loss only with kl_coef > 0
         log_ratio = ref_logprobs - new_logprobs
         kl = torch.exp(log_ratio) - log_ratio - 1.0
-        per_token = per_token + kl_coef * kl
+        if kl_coef > 0:
+            per_token = per_token + kl_coef * kl
     denom = float(normalizer) if normalizer is not None else float(w.sum().item())
     denom = max(denom, 1e-8)
     loss = (per_token * w).sum() / denom

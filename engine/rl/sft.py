@@ -17,6 +17,7 @@ from store.trajectories import Trajectory
 
 from ..envs.layout import REAL_SPLIT
 from ..errors import TrainingError
+from ..models.adapters import resolve_adapter
 from ..models.loading import pick_dtype
 from .config import SFTConfig, config_from_dict
 from .modeling import load_for_training, resolve_model
@@ -24,7 +25,8 @@ from .render import sft_example
 
 
 def select_trajectories(store: Store, cfg: SFTConfig) -> list[Trajectory]:
-    rows = store.trajectories.list(run_id=cfg.source_run, policy=None, min_reward=cfg.min_reward)
+    source = store.runs.get(cfg.source_run)["id"] if cfg.source_run else None  # a unique prefix works too
+    rows = store.trajectories.list(run_id=source, policy=None, min_reward=cfg.min_reward)
     if cfg.source_policy:
         rows = [r for r in rows if r.policy == cfg.source_policy or r.policy.startswith(cfg.source_policy + ":")]
     if cfg.env_split == "all":  # every trajectory but those on real competitions (evaluation only)
@@ -87,7 +89,8 @@ class SFTRun:
         hf_logging.disable_progress_bar()
         datasets.disable_progress_bars()
         cfg, store, run_id = self.cfg, self.store, self.run_id
-        model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=cfg.adapter,
+        adapter = resolve_adapter(cfg.adapter, store) if cfg.adapter else None
+        model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=adapter,
                                                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                                lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device)
         data = build_dataset(store, tok, cfg)
@@ -148,6 +151,6 @@ class SFTRun:
         trainer.save_model(str(final))
         status = "stopped" if self._stop.is_set() else "done"
         summary = {"adapter": str(final), "examples": len(data), "steps": trainer.state.global_step,
-                   "train_loss": float(out.training_loss)}
+                   "train_loss": float(out.training_loss), "status": status}
         store.runs.finish(run_id, status, summary=summary)
         return summary

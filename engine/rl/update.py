@@ -38,7 +38,9 @@ def grpo_update(
     accumulated over micro-batches, then one clipped optimizer step. Trajectories with weight 0 (skipped
     groups, timed-out or over-long episodes) never reach the model. The ratio's denominator is the trainer's own
     log-prob before the update (the first pass's, detached); the sampler's log-probs enter only through the
-    truncated importance weights min(π_trainer / π_sampler, ``tis_cap``), measured on the first pass."""
+    truncated importance weights min(π_trainer / π_sampler, ``tis_cap``), measured on the first pass. The KL to
+    the base model (adapter disabled) is measured on every micro-batch when it is part of the loss, else on the
+    first one only (for the collapse watch)."""
     keep = [i for i, w in enumerate(weights) if w > 0 and seqs[i].model_tokens > 0]
     stats = UpdateStats()
     if not keep:
@@ -48,7 +50,7 @@ def grpo_update(
     stats.trained_tokens = sum(seqs[i].model_tokens for i in keep)
     chunks = [keep[j:j + micro_batch] for j in range(0, len(keep), micro_batch)]
     model.train()
-    totals = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "clip": 0.0, "ratio": 0.0, "n": 0}
+    totals = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "kl_n": 0, "clip": 0.0, "ratio": 0.0, "n": 0}
     # per micro-batch: the trainer's log-probs before the update and the importance weights (first pass)
     before: list[tuple[torch.Tensor, torch.Tensor]] = []
     for k in range(mu):
@@ -66,7 +68,7 @@ def grpo_update(
                 stats.tis_capped += mm.capped
                 stats.sampler_tokens += mm.tokens
             ref_lp = None
-            if kl_coef > 0:
+            if kl_coef > 0 or totals["kl_n"] == 0:
                 with torch.no_grad(), model.disable_adapter():
                     ref_lp = sequence_logprobs(model, ids, att, temperature, logprob_chunk)
             loss, ls = grpo_loss(
@@ -77,7 +79,9 @@ def grpo_update(
             loss.backward()
             totals["loss"] += ls.loss
             totals["pg"] += ls.pg_loss
-            totals["kl"] += ls.kl * ls.tokens
+            if ref_lp is not None:
+                totals["kl"] += ls.kl * ls.tokens
+                totals["kl_n"] += ls.tokens
             totals["clip"] += ls.clip_fraction * ls.tokens
             totals["ratio"] += ls.ratio_mean * ls.tokens
             totals["n"] += ls.tokens
@@ -88,7 +92,7 @@ def grpo_update(
     n = max(totals["n"], 1)
     stats.loss = totals["loss"] / mu
     stats.pg_loss = totals["pg"] / mu
-    stats.kl = totals["kl"] / n
+    stats.kl = totals["kl"] / max(totals["kl_n"], 1)
     stats.clip_fraction = totals["clip"] / n
     stats.ratio_mean = totals["ratio"] / n
     compared = max(stats.sampler_tokens, 1)

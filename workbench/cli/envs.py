@@ -1,4 +1,4 @@
-"""`sandmle envs list|show|export|delete`: the synthesized environments."""
+"""`sandmle envs list|show|split|export|delete`: the synthesized environments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .common import Context, emit_json, pass_ctx, table, wide_option
 
 @click.group()
 def envs() -> None:
-    """Browse, export and delete synthesized environments."""
+    """Browse, split, export and delete synthesized environments."""
 
 
 @envs.command("list")
@@ -26,9 +26,27 @@ def list_(ctx: Context, seed_id: str | None, status: str | None, as_json: bool, 
     if as_json:
         emit_json([{k: r.get(k) for k in keys} for r in rows])
         return
-    table([(r["id"], r["status"], r["metric"], _rows(r),
+    table([(r["id"], r["status"], _v(r["split"]), r["metric"], _rows(r),
             r["reason"] if r["status"] == "rejected" and r["reason"] else r["title"]) for r in rows],
-          ["id", "status", "metric", "rows", "title / why"], wide=wide)
+          ["id", "status", "split", "metric", "rows", "title / why"], wide=wide)
+
+
+@envs.command("split")
+@click.argument("selector")
+@click.option("--to", "split", required=True, type=click.Choice(["train", "heldout"]),
+              help="The split to move them to: train (GRPO and SFT read it) or heldout (for eval).")
+@click.option("--json", "as_json", is_flag=True, help="Print the moved ids as JSON.")
+@pass_ctx
+def split_(ctx: Context, selector: str, split: str, as_json: bool) -> None:
+    """Move environments between the train and held-out splits. SELECTOR as in `eval --envs`: env ids,
+    split:NAME, seed:ID or all (comma-separated)."""
+    from engine.eval.select import set_split
+
+    ids = set_split(ctx.store, selector, split)
+    if as_json:
+        emit_json({"split": split, "moved": ids})
+    else:
+        click.echo(f"{len(ids)} environment{'s' if len(ids) != 1 else ''} now in {split}: {', '.join(ids)}")
 
 
 def _rows(row: dict) -> str:

@@ -49,16 +49,22 @@ def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
 @pass_ctx
 def show(ctx: Context, run_id: str, as_json: bool) -> None:
-    """Show a run: config, summary, last metrics, checkpoints."""
+    """Show a run: config, summary, last metrics, checkpoints and (sft, grpo) the final adapter, which
+    `--adapter` and `hf:...,adapter=` also accept as the run id itself."""
+    from engine.models.adapters import final_adapter
+
     row = ctx.store.runs.get(run_id)
     metrics = ctx.store.runs.metrics(row["id"])
     ckpts = ctx.store.runs.checkpoints(row["id"])
     last = {k: v[-1][1] for k, v in metrics.items() if v}
+    adapter = final_adapter(ctx.store, row["id"]) if row["kind"] in ("sft", "grpo") else None
     if as_json:
-        emit_json({**row, "metrics": {k: v for k, v in metrics.items()},
+        emit_json({**row, "adapter": adapter, "metrics": {k: v for k, v in metrics.items()},
                    "checkpoints": [{"step": c["step"], "path": c["path"], "sha256": c["sha256"]} for c in ckpts]})
         return
     click.echo(f"{row['id']} ({row['kind']}) {row['status']}" + (f" · {row['name']}" if row["name"] else ""))
+    if adapter:
+        click.echo(f"  adapter: {adapter}")
     if row.get("error"):
         click.echo(f"  error: {row['error']}")
     click.echo("config: " + ", ".join(f"{k}={v}" for k, v in (row["config"] or {}).items()))

@@ -3,12 +3,14 @@ dataclass); `--config FILE.toml` supplies defaults that flags override. A progre
 
 from __future__ import annotations
 
+import sys
 import types
 from dataclasses import MISSING, asdict, fields
 from typing import Any, Callable
 
 import click
 
+from engine.rl import recipe
 from engine.rl.config import GRPOConfig, SFTConfig
 
 from .common import Context, emit_json, pass_ctx, progress
@@ -28,14 +30,18 @@ def _click_type(tp: Any) -> tuple[Any, bool, bool]:
     return str, False, False
 
 
-def config_options(cls: type) -> Callable:
-    """Decorate a command with one option per config field (default None = "not given")."""
+def config_options(cls: type, kind: str) -> Callable:
+    """Decorate a command with one option per config field (default None = "not given"); the help shows the
+    default and, where it differs, `tiny`'s own."""
+    tiny_defaults = recipe.defaults(kind, "tiny")
+
     def deco(fn: Callable) -> Callable:
         for f in reversed(fields(cls)):
             ctype, is_flag, multiple = _click_type(f.type)
             name = "--" + f.name.replace("_", "-")
             default = f.default if f.default is not MISSING else "(see config)"
-            help_text = f"{f.metadata.get('help', '')} [default: {default}]"
+            tiny = f"; tiny: {tiny_defaults[f.name]}" if f.name in tiny_defaults else ""
+            help_text = f"{f.metadata.get('help', '')} [default: {default}{tiny}]"
             if is_flag:
                 opt = click.option(f"{name}/--no-{f.name.replace('_', '-')}", f.name, default=None, help=help_text)
             elif multiple:
@@ -73,7 +79,7 @@ def train() -> None:
 @train.command("grpo")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with GRPO settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@config_options(GRPOConfig)
+@config_options(GRPOConfig, "grpo")
 @pass_ctx
 def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
     """Trajectory-wise GRPO with LoRA: G rollouts per environment, group-normalized advantages, checkpoints every
@@ -87,6 +93,8 @@ def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> Non
 
 
 def _run_grpo(trainer, as_json: bool) -> None:
+    """Run (or resume) a GRPO run in the foreground. Exit code 130 when Ctrl-C stopped it, 143 when a stop request
+    (`sandmle runs stop`, SIGTERM) did — both after the checkpoint — so scripts can tell a finished run apart."""
     click.echo(f"run {trainer.run_id}", err=True)
     trainer.setup()
     bar = progress(trainer.cfg.steps, f"grpo {trainer.run_id}")
@@ -97,23 +105,23 @@ def _run_grpo(trainer, as_json: bool) -> None:
         bar.update(1)
 
     trainer.on_step = on_step
+    trainer.on_warning = lambda text: click.echo(f"\nwarning: {text}", err=True)
     with bar:
-        try:
-            summary = trainer.train()
-        except KeyboardInterrupt:
-            summary = {"stopped": True}
+        summary = trainer.train()
     summary["run_id"] = trainer.run_id
     if as_json:
         emit_json(summary)
     else:
         click.echo(f"{trainer.run_id}: {summary.get('steps_done')} / {summary.get('steps')} steps; "
                    f"adapter {summary.get('adapter')}")
+    if summary["status"] == "stopped":
+        sys.exit(130 if trainer.interrupted else 143)
 
 
 @train.command("sft")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with SFT settings.")
 @click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
-@config_options(SFTConfig)
+@config_options(SFTConfig, "sft")
 @pass_ctx
 def sft(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
     """SFT (TRL) on stored trajectories with reward >= --min-reward; loss on assistant tokens only."""
@@ -149,5 +157,7 @@ def _run_sft(run, as_json: bool) -> None:
     else:
         click.echo(f"{run.run_id}: {summary['examples']} trajectories, {summary['steps']} steps, "
                    f"loss {summary['train_loss']:.4f}; adapter {summary['adapter']}")
+    if summary["status"] == "stopped":  # a stop request (SIGTERM); Ctrl-C ends in main() with 130
+        sys.exit(143)
 
 

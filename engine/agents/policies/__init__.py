@@ -2,7 +2,9 @@
 
 - ``scripted[:skill=0.7,seed=0]`` — the deterministic expert built from the reference-solution templates
 - ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu,max_batch=16,
-  wait_ms=5]`` (``max_batch``/``wait_ms``: how concurrent calls are batched, see :mod:`engine.inference.hf`)
+  wait_ms=5]`` (``max_batch``/``wait_ms``: how concurrent calls are batched, see :mod:`engine.inference.hf`);
+  ``hf:tiny`` is the project's tiny model in the data dir (built on first use, sampling at its own defaults:
+  :mod:`.tiny`); ``adapter=`` takes a folder, a training run's id or ``RUN_ID@STEP``
 - ``anthropic:MODEL[,max_tokens=...]`` and ``openai:MODEL[,base_url=...]``
 
 Each module imports its SDK or torch only when a policy of its kind is built.
@@ -12,7 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from store.paths import data_dir
+
+from ...models.adapters import resolve_adapter
 from ..policy import Policy, PolicyError
+from . import tiny
 from .anthropic import AnthropicPolicy
 from .hf import HFPolicy
 from .openai import OpenAIPolicy
@@ -61,14 +67,21 @@ def load_policy(spec: str, **kw: Any) -> Policy:
                                   "wait_ms"}
         if unknown:
             raise PolicyError(f"policy spec {spec!r}: unknown option(s) {sorted(unknown)}")
-        return HFPolicy(
-            target, adapter=options.get("adapter"), device=options.get("device"),
-            temperature=_num(options, "temperature", float, spec) if "temperature" in options else 1.0,
+        model, defaults = target, {"temperature": 1.0, "max_new_tokens": 512}
+        if target == tiny.NAME:
+            model, defaults = str(tiny.ensure(data_dir())), dict(tiny.POLICY)
+        adapter = options.get("adapter")
+        policy = HFPolicy(
+            model, adapter=resolve_adapter(adapter) if adapter else None, device=options.get("device"),
+            temperature=_num(options, "temperature", float, spec) if "temperature" in options
+            else defaults["temperature"],
             top_p=_num(options, "top_p", float, spec) if "top_p" in options else 1.0,
-            max_new_tokens=_num(options, "max_new_tokens", int, spec) or 512,
+            max_new_tokens=_num(options, "max_new_tokens", int, spec) or defaults["max_new_tokens"],
             max_batch=_num(options, "max_batch", int, spec) or 16,
             wait_ms=_num(options, "wait_ms", float, spec) if "wait_ms" in options else 5.0,
         )
+        policy.name = f"hf:{target}" + (f",adapter={adapter}" if adapter else "")  # as named, not as resolved
+        return policy
     if kind == "anthropic":
         return AnthropicPolicy(model=target or None, max_tokens=_num(options, "max_tokens", int, spec),
                                base_url=options.get("base_url"),

@@ -1,0 +1,66 @@
+"""Naming adapters: a PEFT adapter folder, a training run's id (its final adapter), or ``RUN_ID@STEP`` (that run's
+checkpoint of a step). Policy specs (``hf:MODEL,adapter=...``), ``--adapter`` and the names GRPO gives its
+rollouts all use these forms, so where a sample came from can always be loaded again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store import Store
+
+from ..errors import SandmleError
+
+ADAPTER_CONFIG = "adapter_config.json"
+
+
+def _is_adapter(path: Path) -> bool:
+    return (path / ADAPTER_CONFIG).is_file()
+
+
+def final_adapter(store: Store, run_id: str) -> str | None:
+    """The adapter a sft/grpo run ended with (its summary), else its latest checkpoint; None when it has none."""
+    row = store.runs.get(run_id)
+    adapter = (row.get("summary") or {}).get("adapter")
+    if adapter and _is_adapter(Path(adapter)):
+        return str(adapter)
+    latest = store.runs.latest_checkpoint(row["id"])
+    if latest and _is_adapter(Path(latest["path"])):
+        return str(latest["path"])
+    return None
+
+
+def step_adapter(store: Store, run_id: str, step: int) -> str:
+    """The checkpoint a run saved after ``step`` optimizer steps."""
+    ckpts = store.runs.checkpoints(store.runs.get(run_id)["id"])
+    for c in ckpts:
+        if int(c["step"]) == step and _is_adapter(Path(c["path"])):
+            return str(c["path"])
+    saved = ", ".join(str(c["step"]) for c in ckpts) or "none"
+    raise SandmleError(f"run {run_id} has no checkpoint of step {step} (saved steps: {saved})")
+
+
+def resolve_adapter(ref: str, store: Store | None = None) -> str:
+    """An adapter folder from a folder, a run id (or unique prefix) or ``RUN_ID@STEP``. ``store`` defaults to the
+    store of the data dir."""
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        if not _is_adapter(path):
+            raise SandmleError(f"{ref}: not a PEFT adapter folder (no {ADAPTER_CONFIG})")
+        return str(path)
+    if path.is_absolute() or ref.startswith((".", "~")):
+        raise SandmleError(f"adapter {ref!r}: no such folder")
+    if store is None:
+        with Store() as own:
+            return resolve_adapter(ref, own)
+    run_ref, _, step = ref.partition("@")
+    row = store.runs.get(run_ref, missing_ok=True)
+    if row is None:
+        raise SandmleError(f"adapter {ref!r}: neither a folder nor a run id", hint="see `sandmle runs list`")
+    if step:
+        if not step.isdigit():
+            raise SandmleError(f"adapter {ref!r}: expected RUN_ID@STEP with a whole step number")
+        return step_adapter(store, row["id"], int(step))
+    found = final_adapter(store, row["id"])
+    if found is None:
+        raise SandmleError(f"run {row['id']} ({row['kind']}, {row['status']}) has no adapter yet")
+    return found

@@ -1,0 +1,72 @@
+"""`tiny`: built once in the data dir from the learnable recipe (no network), refused when an older recipe built it;
+`hf:tiny` loads it with its own sampling defaults; its training defaults apply to `tiny` only and flags or a config
+file override them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.agents.policies import load_policy, tiny
+from engine.errors import SandmleError
+from engine.rl import recipe
+from engine.rl.config import GRPOConfig, SFTConfig, load_config
+
+
+@pytest.mark.slow
+def test_ensure_builds_the_recipe_once_and_hf_tiny_loads_it(home):
+    from transformers import AutoConfig, AutoTokenizer
+
+    from engine.agents.policies.templates import EXPLORE
+
+    path = tiny.ensure(home)
+    assert path == home / "models" / "tiny"
+    cfg = AutoConfig.from_pretrained(path)
+    assert (cfg.hidden_size, cfg.num_hidden_layers) == (tiny.HIDDEN, tiny.LAYERS)
+    assert cfg.initializer_range == pytest.approx(tiny.HIDDEN ** -0.5)
+    tok = AutoTokenizer.from_pretrained(path)
+    assert len(tok(EXPLORE, add_special_tokens=False)["input_ids"]) == 1  # the explore block is one macro token
+    assert json.loads((path / "sandmle.json").read_text())["recipe"] == tiny.VERSION
+    stamp = (path / "model.safetensors").stat().st_mtime_ns
+    assert tiny.ensure(home) == path
+    assert (path / "model.safetensors").stat().st_mtime_ns == stamp
+    assert not list((home / "models").glob(".tiny.building"))
+
+    policy = load_policy("hf:tiny")  # the data dir's model: no hub lookup
+    assert policy.name == "hf:tiny"
+    assert (policy.temperature, policy.max_new_tokens) == (0.6, 96)
+    assert load_policy("hf:tiny,temperature=0.9,max_new_tokens=8").temperature == 0.9
+
+
+def test_an_older_tiny_folder_is_refused_with_the_fix(tmp_path):
+    old = tmp_path / "models" / "tiny"
+    old.mkdir(parents=True)
+    (old / "config.json").write_text("{}")
+    (old / "sandmle.json").write_text(json.dumps({"kind": "tiny", "hidden": 256, "layers": 4}))
+    with pytest.raises(SandmleError, match="older recipe \\(hidden 256, 4 layers\\)") as info:
+        tiny.ensure(tmp_path)
+    assert "mv " in str(info.value)
+
+
+def test_training_defaults_are_tinys_only():
+    assert recipe.defaults("sft", "tiny")["lr"] == 1e-2
+    assert recipe.defaults("grpo", "tiny")["temperature"] == tiny.POLICY["temperature"]
+    assert recipe.defaults("grpo", "Qwen/Qwen3-8B") == {}
+    first = recipe.defaults("grpo", "tiny")
+    first["lora_modules_to_save"].append("x")  # a copy: callers cannot change the recipe
+    assert recipe.defaults("grpo", "tiny")["lora_modules_to_save"] == ["norm"]
+    with pytest.raises(ValueError):
+        recipe.defaults("dpo", "tiny")
+
+
+def test_load_config_applies_the_recipe_under_flags_and_files(tmp_path):
+    cfg = load_config(GRPOConfig, None, {"steps": 3})
+    assert (cfg.model, cfg.lr, cfg.temperature, cfg.max_turns) == ("tiny", 5e-4, 0.6, tiny.MAX_TURNS)
+    assert load_config(GRPOConfig, None, {"lr": 1e-3}).lr == 1e-3  # a flag wins
+    f = tmp_path / "grpo.toml"
+    f.write_text("[grpo]\ntemperature = 0.9\n")
+    assert load_config(GRPOConfig, f).temperature == 0.9  # a file wins
+    other = load_config(GRPOConfig, None, {"model": "Qwen/Qwen3-0.6B"})
+    assert (other.lr, other.temperature) == (GRPOConfig().lr, GRPOConfig().temperature)
+    assert load_config(SFTConfig, None, {}).lora_modules_to_save == ["norm"]
