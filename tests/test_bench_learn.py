@@ -1,5 +1,5 @@
-"""Pieces of `sandmle bench learn` that can be checked quickly: macro tokens keep the teacher's turns exact and
-short, and the reward plot is written."""
+"""`sandmle bench learn`: macro tokens keep the teacher's turns exact and short, the reward plot is written, and a
+scaled-down run goes through every phase and reports the paired comparison per scaffold."""
 
 from __future__ import annotations
 
@@ -40,3 +40,21 @@ def test_reward_plot_is_written(tmp_path):
     path = plot_rewards({"reward_mean": [(1, 0.2), (2, 0.4)], "medal_rate": [(1, 0.0), (2, 0.5)]},
                         tmp_path / "r.png", sft_medal=0.25)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.slow
+def test_a_quick_run_reports_the_paired_difference_per_scaffold(store, tmp_path):
+    from engine.bench.learn import QUICK, run
+
+    result = run(store, quick=True, workdir=str(tmp_path / "work"), results_dir=tmp_path / "out")
+    s = result.summary
+    assert s["episodes_per_arm"] == QUICK.episodes_per_arm == 1
+    for scaffold in (s["react"], s["unseen_scaffold"]):
+        assert scaffold["episodes_per_arm"] == 1
+        assert scaffold["diff"] == pytest.approx(scaffold["grpo_medal"] - scaffold["sft_medal"])
+        assert scaffold["ci95_low"] <= scaffold["diff"] <= scaffold["ci95_high"]
+    assert s["unseen_scaffold"]["scaffold"] == "oneshot"
+    assert s["demos"] == 2 * len(QUICK.train_seeds)  # two teachers, one environment per seed
+    assert {r["policy"] for r in result.rows} == {"SFT", "SFT+GRPO"} and len(result.rows) == 4
+    assert (tmp_path / "out" / s["plot"]).is_file()
+    assert store.runs.list(kind="bench")[0]["status"] == "done"

@@ -1,97 +1,108 @@
-"""``sandmle bench learn``: the miniature reproduction of the paper's result on a CPU.
+"""``sandmle bench learn``: the miniature reproduction of the paper's result on a CPU, with enough held-out episodes
+to tell a gain from noise.
 
-1. synthesize environments from a few seeds (procedural backend) and split them by seed: the held-out
-   environments come from seeds never used for training;
-2. build the tiny model (random init; byte-level BPE on the project's corpus plus macro tokens for the teacher's
-   fixed code blocks, see :func:`engine.agents.policies.tiny.macro_tokens`);
-3. collect demonstrations from the scripted teacher at mixed skill (right and wrong strategies) in ``react``;
-4. SFT (TRL) on the demonstrations that produced a valid submission — the baseline;
-5. trajectory-wise GRPO from the SFT adapter on the training environments;
-6. evaluate SFT and SFT+GRPO on the held-out environments with the same budget in ``react`` and in the unseen
-   ``oneshot`` scaffold: medal rate, valid rate, HumanRank (mean ± SEM over seeds) and the relative gain;
-7. plot the GRPO reward curve to ``learn_reward.png`` beside the result file.
+1. synthesize environments from seeds (procedural backend) and split them by seed: the held-out environments come
+   from seeds never used for training;
+2. the ``tiny`` model — the same one ``--model tiny`` and ``hf:tiny`` use (:mod:`engine.agents.policies.tiny`);
+3. demonstrations of a mixed teacher on the training environments (:data:`TEACHERS`): on every environment it
+   solves the task with a plain linear model (valid, rarely a medal) and with the strong blend of the reference
+   solutions (mostly a medal), in ``react``;
+4. SFT on the demonstrations that produced a valid submission — the baseline (tiny's recipe);
+5. trajectory-wise GRPO from the SFT adapter, in ``react`` only (tiny's recipe);
+6. SFT and SFT+GRPO on the held-out environments with the same budget and the same RNG seeds, in ``react`` and in
+   ``oneshot``, a scaffold neither stage saw; per scaffold the paired difference SFT+GRPO − SFT of the medal rate
+   with a bootstrap 95% interval over environments (:func:`engine.eval.compare.compare`);
+7. the GRPO reward curve as a PNG beside the result file.
 
-Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and
-runs stay clean; a ``bench`` run in the user's store records the summary."""
+Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and runs
+stay clean; a ``bench`` run in the user's store records the summary."""
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from store import Store
 
-from ..agents.policies import load_policy
-from ..agents.policies.tiny import default_corpus, macro_tokens
-from ..agents.prompts import task_prompt
-from ..agents.rollout import run_episode
-from ..config import load_settings
+from ..agents.policies import tiny
+from ..agents.policies.scripted import EXPERT
+from ..agents.policies.templates import Choice
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
-from ..eval.run import run_eval
-from ..models.tiny import build_tiny_model
-from ..rl.config import GRPOConfig, SFTConfig
+from ..eval.compare import compare
+from ..eval.run import EvalReport, run_eval
+from ..models.adapters import final_adapter
+from ..rl.config import GRPOConfig, SFTConfig, load_config
 from ..rl.grpo import GRPOTrainer
 from ..rl.sft import SFTRun
-from ..sandbox import get_backend
 from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult
 
+#: the policies compared (baseline first) and the rate compared
+ARMS = ("SFT", "SFT+GRPO")
+RATE = "any_medal"
+#: the mixed teacher: a wrong and a right strategy, one demonstration each per environment. SFT learns the format
+#: from both and samples either; which one earns medals is what GRPO has to find out from the reward. (A teacher
+#: mostly right leaves SFT sampling its majority strategy at temperature 0.6, and nothing for GRPO to learn; one
+#: choosing among all 32 strategies at random is more than a 1M-parameter model copies reliably.)
+TEACHERS = (f"scripted:strategy={Choice('linear', 'words', False, False).key}", f"scripted:strategy={EXPERT.key}")
 
-@dataclass
+
+@dataclass(frozen=True)
 class LearnPlan:
-    train_seeds: list[str]
-    heldout_seeds: list[str]
-    envs_per_seed: int
-    demo_skills: tuple[float, ...]
-    demos_per_skill: int
+    train_seeds: tuple[str, ...]
+    heldout_seeds: tuple[str, ...]
+    train_envs_per_seed: int
+    heldout_envs_per_seed: int
+    #: demonstrations of each teacher per training environment (the teachers are deterministic: copies weigh them)
+    demos_per_teacher: int
     sft_epochs: float
     grpo_steps: int
-    envs_per_step: int
-    group_size: int
-    eval_seeds: list[int]
-    max_turns: int = 6
-    max_new_tokens: int = 96
-    temperature: float = 0.6
-    grpo_lr: float = 5e-4
+    eval_seeds: tuple[int, ...]
     unseen: str = "oneshot"
+    workers: int = 2
+    n_boot: int = 2000
     budget_s: float = 40 * 60
-    hidden: int = 128
-    layers: int = 2
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def episodes_per_arm(self) -> int:
+        return len(self.heldout_seeds) * self.heldout_envs_per_seed * len(self.eval_seeds)
 
 
-FULL = LearnPlan(train_seeds=["forest-cover", "tabular-binary-manufacturing", "pizza-requests"],
-                 heldout_seeds=["leaf-species", "author-style"], envs_per_seed=2, demo_skills=(0.2, 0.6, 1.0),
-                 demos_per_skill=1, sft_epochs=10, grpo_steps=16, envs_per_step=2, group_size=4,
-                 eval_seeds=[0, 1])
-QUICK = LearnPlan(train_seeds=["forest-cover", "pizza-requests"], heldout_seeds=["leaf-species"], envs_per_seed=1,
-                  demo_skills=(0.2, 1.0), demos_per_skill=1, sft_epochs=1, grpo_steps=1, envs_per_step=1,
-                  group_size=2, eval_seeds=[0], budget_s=12 * 60)
+FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "pizza-requests", "toxic-comments",
+                              "essay-scoring", "cactus-aerial", "conductor-properties"),
+                 heldout_seeds=("leaf-species", "author-style", "taxi-fare"), train_envs_per_seed=2,
+                 heldout_envs_per_seed=4, demos_per_teacher=2,
+                 sft_epochs=4, grpo_steps=16, eval_seeds=(0, 1, 2, 3))
+QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=("leaf-species",),
+                  train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1, eval_seeds=(0,),
+                  n_boot=200, budget_s=12 * 60)
 
 
 def _log(msg: str) -> None:
     print(f"[learn {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def make_envs(store, plan: LearnPlan, rng_seed: int) -> tuple[list[str], list[str]]:
+def make_envs(store: Store, plan: LearnPlan, rng_seed: int, log: Callable[[str], None] = _log
+              ) -> tuple[list[str], list[str]]:
+    """Synthesize the training and held-out environments (by seed) and record their splits."""
     load_shipped(store)
     split: dict[str, list[str]] = {"train": [], "heldout": []}
-    for name, seeds in (("train", plan.train_seeds), ("heldout", plan.heldout_seeds)):
+    for name, seeds, per_seed in (("train", plan.train_seeds, plan.train_envs_per_seed),
+                                  ("heldout", plan.heldout_seeds, plan.heldout_envs_per_seed)):
         for i, seed_id in enumerate(seeds):
             ids: list[str] = []
             for attempt in range(4):  # synthesis may reject an environment; try fresh RNG seeds
-                need = plan.envs_per_seed - len(ids)
-                if need <= 0:
+                if len(ids) >= per_seed:
                     break
-                rep = synthesize(store, seed_id, need,
+                rep = synthesize(store, seed_id, per_seed - len(ids),
                                  rng_seed=rng_seed * 1000 + i * 10 + attempt + (500 if name == "heldout" else 0))
                 ids += [o.env_id for o in rep.verified]
-            _log(f"{seed_id}: {len(ids)}/{plan.envs_per_seed} verified → {name}")
+            log(f"{seed_id}: {len(ids)}/{per_seed} verified → {name}")
             split[name] += ids
     if not split["train"] or not split["heldout"]:
         raise SandmleError("synthesis produced no training or no held-out environment")
@@ -100,35 +111,22 @@ def make_envs(store, plan: LearnPlan, rng_seed: int) -> tuple[list[str], list[st
     return split["train"], split["heldout"]
 
 
-def collect_demos(store, plan: LearnPlan, env_ids: list[str]) -> tuple[str, dict[str, float]]:
-    run_id = store.runs.create("rollout", {"policy": "scripted", "skills": list(plan.demo_skills)}, name="demos")
-    backend = get_backend(store=store, settings=load_settings().sandbox)
-    rewards, medals, valid = [], [], []
-    try:
-        for env_id in env_ids:
-            env = EnvSpec.from_store(store, env_id)
-            for skill in plan.demo_skills:
-                for k in range(plan.demos_per_skill):
-                    tr = run_episode(env, load_policy(f"scripted:skill={skill},seed={k}"), scaffold="react",
-                                     sandbox=backend, store=store, run_id=run_id, rng_seed=k,
-                                     max_turns=plan.max_turns)
-                    g = tr.grade or {}
-                    rewards.append(tr.reward)
-                    valid.append(float(bool(g.get("valid_submission"))))
-                    medals.append(float(bool(g.get("gold_medal") or g.get("silver_medal") or g.get("bronze_medal"))))
-    finally:
-        backend.close()
-    store.runs.finish(run_id, "done")
-    n = max(len(rewards), 1)
-    return run_id, {"demos": len(rewards), "demo_reward": sum(rewards) / n, "demo_valid": sum(valid) / n,
-                    "demo_medal": sum(medals) / n}
+def collect_demos(store: Store, plan: LearnPlan, env_ids: list[str]) -> dict[str, float]:
+    """Each teacher in react on every training environment (one eval run each, so its rates are stored too)."""
+    envs = [EnvSpec.from_store(store, e) for e in env_ids]
+    reports = [run_eval(store, teacher, envs, rng_seeds=list(range(plan.demos_per_teacher)),
+                        max_turns=tiny.MAX_TURNS, workers=plan.workers, name=f"demos {teacher}")
+               for teacher in TEACHERS]
+    n = sum(r.n_episodes for r in reports)
+    return {"demos": n, **{f"demo_{rate}": sum(r.summary[rate]["mean"] * r.n_episodes for r in reports) / n
+                           for rate in ("reward", "valid", RATE)}}
 
 
 def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft_medal: float | None = None) -> Path:
-    import matplotlib  # heavy: only to draw the reward plot
+    import matplotlib  # heavy optional dependency (plots only)
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy optional dependency
 
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
     for name, label in (("reward_mean", "mean reward"), ("medal_rate", "medal rate"), ("valid_rate", "valid rate")):
@@ -154,6 +152,21 @@ def _fmt(rate: dict[str, float | None]) -> str:
     return "n/a" if mean is None else f"{mean:.3f} ± {sem or 0.0:.3f}"
 
 
+def scaffold_result(store: Store, sft: EvalReport, grpo: EvalReport, plan: LearnPlan, target_ratio: float
+                    ) -> dict[str, Any]:
+    """The paired comparison of one scaffold's two arms, and whether its target is met."""
+    cmp = compare(store, sft.run_id, grpo.run_id, RATE, n_boot=plan.n_boot, seed=0)
+    a, b = sft.summary[RATE]["mean"] or 0.0, grpo.summary[RATE]["mean"] or 0.0
+    ratio = b / a if a > 0 else None
+    excludes_0 = cmp.interval.low > 0 or cmp.interval.high < 0
+    return {"episodes_per_arm": cmp.n_pairs, "environments": len(cmp.per_env), "sft_medal": a, "grpo_medal": b,
+            "ratio": ratio, "diff": cmp.diff, "ci95_low": cmp.interval.low, "ci95_high": cmp.interval.high,
+            "interval_excludes_0": excludes_0, "target_ratio": target_ratio,
+            "target_met": bool(ratio is not None and ratio >= target_ratio),
+            "human_rank_delta": (grpo.summary["human_rank"]["mean"] or 0.0) - (sft.summary["human_rank"]["mean"] or 0.0),
+            "per_env": [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff} for e in cmp.per_env]}
+
+
 class _Phases:
     """Wall time of each phase of the benchmark, logged as it ends."""
 
@@ -173,133 +186,116 @@ class _Phases:
         return time.monotonic() - self.start
 
 
-def build_model(bs: Store, plan: LearnPlan, root: Path, train_ids: list[str], seed: int) -> Path:
-    """The tiny model; its tokenizer learns the training environments' task prompts too (never the held-out ones)."""
-    corpus = default_corpus() + [task_prompt(EnvSpec.from_store(bs, e).public) for e in train_ids]
-    return build_tiny_model(root / "tiny", corpus=corpus, hidden=plan.hidden, layers=plan.layers,
-                            extra_tokens=macro_tokens((plan.max_turns,)), seed=seed, init_std=plan.hidden ** -0.5)
-
-
-def train_sft(bs: Store, plan: LearnPlan, model_dir: Path, demo_run: str, seed: int) -> tuple[SFTRun, dict[str, Any]]:
-    sft = SFTRun(bs, SFTConfig(model=str(model_dir), source_run=demo_run, min_reward=0.2, epochs=plan.sft_epochs,
-                               batch_size=2, lr=1e-2, lora_r=16, lora_alpha=32, save_every=10_000,
-                               max_seq_len=2048, seed=seed, name="sft", lora_modules_to_save=["norm"]))
+def train_sft(bs: Store, plan: LearnPlan, seed: int) -> tuple[SFTRun, dict[str, Any]]:
+    """SFT with tiny's recipe on every valid demonstration of the training split."""
+    sft = SFTRun(bs, load_config(SFTConfig, None, {"model": tiny.NAME, "source_policy": "scripted",
+                                                   "epochs": plan.sft_epochs, "save_every": 10_000, "seed": seed,
+                                                   "name": "sft"}))
     return sft, sft.train()
 
 
-def train_grpo(bs: Store, plan: LearnPlan, model_dir: Path, sft: SFTRun, sft_adapter: str, seed: int,
-               phases: _Phases) -> tuple[GRPOTrainer, dict[str, Any]]:
-    """GRPO from the SFT adapter, stopped early when the time budget needs the rest for the evaluations."""
-    reserve = 0.45 * plan.budget_s  # leave time for the four evaluations
-    cfg = GRPOConfig(model=str(model_dir), adapter=sft_adapter, steps=plan.grpo_steps,
-                     envs_per_step=plan.envs_per_step, group_size=plan.group_size, env_split="train",
-                     max_turns=plan.max_turns, max_new_tokens=plan.max_new_tokens, lr=plan.grpo_lr, lora_r=16,
-                     temperature=plan.temperature,
-                     lora_alpha=32, lora_modules_to_save=["norm"], micro_batch=2, max_seq_len=2048,
-                     save_every=max(1, plan.grpo_steps // 3), rollout_workers=2,
-                     step_timeout_s=120, episode_timeout_s=600, seed=seed, name="grpo")
-    trainer = GRPOTrainer(bs, cfg, parent_id=sft.run_id)
+def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases
+               ) -> tuple[GRPOTrainer, dict[str, Any]]:
+    """GRPO with tiny's recipe from the SFT adapter, stopped early when the time budget needs the rest for the
+    evaluations."""
+    cfg = load_config(GRPOConfig, None, {"model": tiny.NAME, "adapter": sft.run_id, "steps": plan.grpo_steps,
+                                         "seed": seed, "name": "grpo"})
+    # every rollout of a step in flight at once: their model calls share the sampler's batches
+    trainer = GRPOTrainer(bs, replace(cfg, rollout_workers=cfg.envs_per_step * cfg.group_size),
+                          parent_id=sft.run_id)
+    reserve = 0.35 * plan.budget_s  # what the four evaluations need
 
     def on_step(step: int, m: dict) -> None:
         phases.log(f"grpo step {step}: reward {m['reward_mean']:.3f} medal {m['medal_rate']:.2f} valid "
-                   f"{m['valid_rate']:.2f} skipped {m['skipped_groups']:.0f} ({m['step_s']:.0f}s)")
+                   f"{m['valid_rate']:.2f} skipped {m['skipped_groups']:.0f} kl {m['kl']:.4f} ({m['step_s']:.0f}s)")
         if phases.elapsed() > plan.budget_s - reserve:
             phases.log("time budget: stopping GRPO early")
             trainer.request_stop()
 
     trainer.on_step = on_step
+    trainer.on_warning = lambda text: phases.log(f"warning: {text}")
     return trainer, trainer.train()
 
 
-def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, adapters: dict[str, str], heldout_ids: list[str],
-             log: Callable[[str], None]) -> dict[tuple[str, str], Any]:
-    """(label, scaffold) → eval report of each adapter on the held-out environments, in react and the unseen one."""
+def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, runs: dict[str, str], heldout_ids: list[str],
+             log: Callable[[str], None]) -> dict[tuple[str, str], EvalReport]:
+    """(arm, scaffold) → eval report of each arm's final adapter on the held-out environments, with the same RNG
+    seeds, in react and in the unseen scaffold."""
     envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
-    reports: dict[tuple[str, str], Any] = {}
-    for label, adapter in adapters.items():
-        spec = (f"hf:{model_dir},adapter={adapter},max_new_tokens={plan.max_new_tokens},"
-                f"temperature={plan.temperature}")
+    sampling = ",".join(f"{k}={v}" for k, v in tiny.POLICY.items())
+    reports: dict[tuple[str, str], EvalReport] = {}
+    for label, run_id in runs.items():
+        # folders, not names (`tiny` and run ids resolve in the user's data dir), sampling as hf:tiny does
+        spec = f"hf:{model_dir},adapter={final_adapter(bs, run_id)},{sampling}"
         for scaffold in ("react", plan.unseen):
-            rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=plan.eval_seeds,
-                           max_turns=plan.max_turns if scaffold == "react" else None, step_timeout_s=120,
-                           episode_timeout_s=600, workers=2, name=f"{label} {scaffold}")
+            rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=list(plan.eval_seeds),
+                           max_turns=tiny.MAX_TURNS if scaffold == "react" else None, workers=plan.workers,
+                           name=f"{label} {scaffold}")
             reports[(label, scaffold)] = rep
-            log(f"eval {label} {scaffold}: medal {_fmt(rep.summary['any_medal'])} valid "
-                f"{_fmt(rep.summary['valid'])}")
+            log(f"eval {label} {scaffold}: medal {_fmt(rep.summary[RATE])} valid {_fmt(rep.summary['valid'])}")
     return reports
 
 
-def report_rows(reports: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
-    rows = []
-    for (label, scaffold), rep in reports.items():
-        s = rep.summary
-        rows.append({"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
-                     "episodes": rep.n_episodes, "medal_rate": _fmt(s["any_medal"]),
-                     "valid_rate": _fmt(s["valid"]), "human_rank": _fmt(s["human_rank"]),
-                     "reward": _fmt(s["reward"])})
-    return rows
+def report_rows(reports: dict[tuple[str, str], EvalReport]) -> list[dict[str, Any]]:
+    return [{"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
+             "episodes": rep.n_episodes, "medal_rate": _fmt(rep.summary[RATE]), "valid_rate": _fmt(rep.summary["valid"]),
+             "human_rank": _fmt(rep.summary["human_rank"]), "reward": _fmt(rep.summary["reward"])}
+            for (label, scaffold), rep in reports.items()]
 
 
-def gain(reports: dict[tuple[str, str], Any], scaffold: str) -> dict[str, Any]:
-    """SFT+GRPO against SFT in one scaffold: medal rates, their ratio and gain, HumanRank difference."""
-    a = reports[("SFT", scaffold)].summary["any_medal"]["mean"]
-    b = reports[("SFT+GRPO", scaffold)].summary["any_medal"]["mean"]
-    hr_a = reports[("SFT", scaffold)].summary["human_rank"]["mean"]
-    hr_b = reports[("SFT+GRPO", scaffold)].summary["human_rank"]["mean"]
-    return {"sft_medal": a, "grpo_medal": b, "ratio": (b / a) if a > 0 else None,
-            "relative_gain": (b / a - 1) if a > 0 else None, "human_rank_delta": hr_b - hr_a}
-
-
-def run(store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0, workdir: str | None = None,
-        results_dir: str | Path, progress: Callable[[str], None] | None = None, **_: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0,
+        workdir: str | None = None, results_dir: str | Path, progress: Callable[[str], None] | None = None,
+        **_: Any) -> BenchResult:
     plan = plan or (QUICK if quick else FULL)
     phases = _Phases(progress or _log)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{stamp}"
+    root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True, exist_ok=True)
     bench_run = store.runs.create("bench", {"bench": "learn", "quick": quick, "plan": asdict(plan),
                                             "workdir": str(root)}, name="bench learn")
     bs = Store(root / "sandmle.db")
     try:
-        train_ids, heldout_ids = make_envs(bs, plan, seed)
+        train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
         phases.end("synthesis")
         phases.begin()
-        model_dir = build_model(bs, plan, root, train_ids, seed)
-        demo_run, demo_stats = collect_demos(bs, plan, train_ids)
+        model_dir = tiny.ensure(bs.data_dir)
+        demo_stats = collect_demos(bs, plan, train_ids)
         phases.end("demos")
         phases.log(f"demos: {demo_stats}")
         phases.begin()
-        sft, sft_summary = train_sft(bs, plan, model_dir, demo_run, seed)
+        sft, sft_summary = train_sft(bs, plan, seed)
         phases.end("sft")
         phases.begin()
-        trainer, grpo_summary = train_grpo(bs, plan, model_dir, sft, sft_summary["adapter"], seed, phases)
+        trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases)
         phases.end("grpo")
         phases.begin()
-        reports = evaluate(bs, plan, model_dir, {"SFT": sft_summary["adapter"], "SFT+GRPO": grpo_summary["adapter"]},
-                           heldout_ids, phases.log)
+        reports = evaluate(bs, plan, model_dir, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids,
+                           phases.log)
         phases.end("eval")
 
+        react = scaffold_result(bs, reports[("SFT", "react")], reports[("SFT+GRPO", "react")], plan, 1.2)
+        react["target_met"] = react["target_met"] and react["ci95_low"] > 0  # and the interval excludes 0
+        unseen = scaffold_result(bs, reports[("SFT", plan.unseen)], reports[("SFT+GRPO", plan.unseen)], plan, 1.1)
         metrics = bs.runs.metrics(trainer.run_id)
         png = plot_rewards(metrics, Path(results_dir) / ("learn_reward_quick.png" if quick else "learn_reward.png"),
-                           sft_medal=reports[("SFT", "react")].summary["any_medal"]["mean"])
-        react, unseen = gain(reports, "react"), gain(reports, plan.unseen)
+                           sft_medal=react["sft_medal"])
         summary = {
-            "react": react, "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
-            "target_medal_ratio_1_2_met": bool(react["ratio"] is not None and react["ratio"] >= 1.2),
-            "unseen_scaffold_gain": bool(unseen["grpo_medal"] > unseen["sft_medal"]),
-            "train_envs": train_ids, "heldout_envs": heldout_ids, **demo_stats,
-            "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
-            "grpo_steps_done": grpo_summary["steps_done"],
+            "episodes_per_arm": plan.episodes_per_arm, "react": react,
+            "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
+            "train_envs": train_ids, "heldout_envs": heldout_ids, "heldout_seeds": list(plan.heldout_seeds),
+            **demo_stats, "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
+            "grpo_steps_done": grpo_summary["steps_done"], "grpo_warnings": grpo_summary["warnings"],
             "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
             "grpo_groups": sum(v for _, v in metrics.get("groups", [])),
-            "timings_s": phases.timings, "total_s": round(phases.elapsed(), 1), "plot": str(png),
+            "timings_s": phases.timings, "total_s": round(phases.elapsed(), 1), "plot": png.name,
             "store": str(root / "sandmle.db"),
         }
         notes = [
-            f"tiny model: Qwen3 hidden {plan.hidden}, {plan.layers} layers, random init (std 1/sqrt(hidden)), LoRA r=16 + final norm; macro tokens for the teacher's "
-            "fixed code blocks (see engine/agents/policies/tiny.py)",
+            f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
+            "(engine/rl/recipe.py): the same as `--model tiny`",
             f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
             f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
+            f"paired difference of the medal rate over (environment, RNG seed) pairs; 95% interval: "
+            f"{plan.n_boot} bootstrap resamples of environments and of pairs within them",
         ]
         store.runs.finish(bench_run, "done", summary=summary)
         return BenchResult(name="learn", rows=report_rows(reports), summary=summary, notes=notes)
