@@ -51,7 +51,7 @@ def test_an_older_tiny_folder_is_refused_with_the_fix(tmp_path):
 
 def test_training_defaults_are_tinys_only():
     assert recipe.defaults("sft", "tiny")["lr"] == 1e-2
-    assert recipe.defaults("grpo", "tiny")["temperature"] == tiny.POLICY["temperature"]
+    assert recipe.defaults("grpo", "tiny")["temperature"] == tiny.TEMPERATURE
     assert recipe.defaults("grpo", "Qwen/Qwen3-8B") == {}
     first = recipe.defaults("grpo", "tiny")
     first["lora_modules_to_save"].append("x")  # a copy: callers cannot change the recipe

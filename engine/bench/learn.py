@@ -118,7 +118,7 @@ def collect_demos(store: Store, plan: LearnPlan, env_ids: list[str]) -> dict[str
                         max_turns=tiny.MAX_TURNS, workers=plan.workers, name=f"demos {teacher}")
                for teacher in TEACHERS]
     n = sum(r.n_episodes for r in reports)
-    return {"demos": n, **{f"demo_{rate}": sum(r.summary[rate]["mean"] * r.n_episodes for r in reports) / n
+    return {"demos": n, **{f"demo_{rate}": sum((r.summary[rate]["mean"] or 0.0) * r.n_episodes for r in reports) / n
                            for rate in ("reward", "valid", RATE)}}
 
 
@@ -222,7 +222,7 @@ def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, runs: dict[str, str], 
     """(arm, scaffold) → eval report of each arm's final adapter on the held-out environments, with the same RNG
     seeds, in react and in the unseen scaffold."""
     envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
-    sampling = ",".join(f"{k}={v}" for k, v in tiny.POLICY.items())
+    sampling = f"temperature={tiny.TEMPERATURE},max_new_tokens={tiny.MAX_NEW_TOKENS}"
     reports: dict[tuple[str, str], EvalReport] = {}
     for label, run_id in runs.items():
         # folders, not names (`tiny` and run ids resolve in the user's data dir), sampling as hf:tiny does

@@ -21,8 +21,8 @@ def final_adapter(store: Store, run_id: str) -> str | None:
     """The adapter a sft/grpo run ended with (its summary), else its latest checkpoint; None when it has none."""
     row = store.runs.get(run_id)
     adapter = (row.get("summary") or {}).get("adapter")
-    if adapter and _is_adapter(Path(adapter)):
-        return str(adapter)
+    if isinstance(adapter, str) and _is_adapter(Path(adapter)):
+        return adapter
     latest = store.runs.latest_checkpoint(row["id"])
     if latest and _is_adapter(Path(latest["path"])):
         return str(latest["path"])
@@ -53,7 +53,7 @@ def resolve_adapter(ref: str, store: Store | None = None) -> str:
         with Store() as own:
             return resolve_adapter(ref, own)
     run_ref, _, step = ref.partition("@")
-    row = store.runs.get(run_ref, missing_ok=True)
+    row = store.runs.find(run_ref)
     if row is None:
         raise SandmleError(f"adapter {ref!r}: neither a folder nor a run id", hint="see `sandmle runs list`")
     if step:

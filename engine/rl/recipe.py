@@ -14,8 +14,8 @@ _LORA = {"lora_r": 16, "lora_alpha": 32, "lora_modules_to_save": ["norm"]}
 TINY_SFT: dict[str, Any] = {**_LORA, "lr": 1e-2, "epochs": 4.0, "batch_size": 2, "min_reward": 0.2,
                             "max_seq_len": 4096}
 #: trajectory-wise GRPO from the SFT adapter, sampling as ``hf:tiny`` does
-TINY_GRPO: dict[str, Any] = {**_LORA, "lr": 5e-4, "temperature": tiny.POLICY["temperature"],
-                             "max_new_tokens": tiny.POLICY["max_new_tokens"], "max_turns": tiny.MAX_TURNS,
+TINY_GRPO: dict[str, Any] = {**_LORA, "lr": 5e-4, "temperature": tiny.TEMPERATURE,
+                             "max_new_tokens": tiny.MAX_NEW_TOKENS, "max_turns": tiny.MAX_TURNS,
                              "envs_per_step": 2, "group_size": 4, "micro_batch": 2, "max_seq_len": 4096,
                              "step_timeout_s": 120.0, "episode_timeout_s": 600.0,
                              # every step's adapter is kept, so each rollout's policy (RUN_ID@STEP) loads again

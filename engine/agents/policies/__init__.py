@@ -67,16 +67,16 @@ def load_policy(spec: str, **kw: Any) -> Policy:
                                   "wait_ms"}
         if unknown:
             raise PolicyError(f"policy spec {spec!r}: unknown option(s) {sorted(unknown)}")
-        model, defaults = target, {"temperature": 1.0, "max_new_tokens": 512}
+        model, temperature, max_new_tokens = target, 1.0, 512
         if target == tiny.NAME:
-            model, defaults = str(tiny.ensure(data_dir())), dict(tiny.POLICY)
+            model, temperature, max_new_tokens = str(tiny.ensure(data_dir())), tiny.TEMPERATURE, tiny.MAX_NEW_TOKENS
         adapter = options.get("adapter")
         policy = HFPolicy(
             model, adapter=resolve_adapter(adapter) if adapter else None, device=options.get("device"),
             temperature=_num(options, "temperature", float, spec) if "temperature" in options
-            else defaults["temperature"],
+            else temperature,
             top_p=_num(options, "top_p", float, spec) if "top_p" in options else 1.0,
-            max_new_tokens=_num(options, "max_new_tokens", int, spec) or defaults["max_new_tokens"],
+            max_new_tokens=_num(options, "max_new_tokens", int, spec) or max_new_tokens,
             max_batch=_num(options, "max_batch", int, spec) or 16,
             wait_ms=_num(options, "wait_ms", float, spec) if "wait_ms" in options else 5.0,
         )

@@ -51,8 +51,9 @@ SEED = 0
 VERSION = 2
 #: the react turn budget the recipe trains and evaluates with
 MAX_TURNS = 6
-#: options of an ``hf:tiny`` policy that its spec does not set
-POLICY = {"temperature": 0.6, "max_new_tokens": 96}
+#: how an ``hf:tiny`` policy samples when its spec does not say
+TEMPERATURE = 0.6
+MAX_NEW_TOKENS = 96
 
 
 def default_corpus() -> list[str]:
