@@ -344,11 +344,14 @@ async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
     store.runs.finish(run, "done")
     store.runs.update(run, ended_at="2026-11-30T05:03:30.000+00:00")
     assert run_cost(store, store.runs.get(run)) == pytest.approx(4.0)
-    synth = store.runs.create("synthesis", {"seed_id": "forest-cover"})
+    synth = store.runs.create("synthesis", {"seed_id": "forest-cover", "count": 3, "backend": "anthropic"})
+    store.runs.update(synth, started_at="2026-11-30T04:00:00.000+00:00")
     for cost in (0.0125, 0.02):
         store.envs.add_attempt({"run_id": synth, "seed_id": "forest-cover", "role": "analyst", "attempt": 1,
                                 "backend": "anthropic", "verdict": "ok", "usage": {"cost_usd": cost}})
     assert run_cost(store, store.runs.get(synth)) == pytest.approx(0.0325)
+    store.runs.finish(synth, "done", summary={"verified": 2})
+    store.runs.update(synth, ended_at="2026-11-30T04:01:05.000+00:00")
     assert run_cost(store, store.runs.get(store.runs.create("grpo", {"model": "tiny"}))) == 0.0
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -358,6 +361,12 @@ async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
         await goto(pilot, "4")
         runs = app.screen.query_one("#runs-table", DataTable)
         assert str(runs.get_row_at(runs.get_row_index("grpo-demo"))[-1]) == "5m00s"
+        await goto(pilot, "1")  # a seed lists its synthesis runs, those of the CLI too
+        seeds = app.screen.query_one("#seeds-table", DataTable)
+        seeds.move_cursor(row=seeds.get_row_index("forest-cover"))
+        await pilot.pause()
+        detail = app.screen.query_one("#seed-detail").text
+        assert f"`{synth}` · done · 2/3 verified · anthropic · wall 1m05s · $0.033" in detail
 
 
 def test_short_ids_keep_the_end_that_tells_them_apart():
@@ -465,3 +474,38 @@ async def test_eval_without_a_leaderboard_is_na_and_failed_episodes_are_apart(de
         assert [r.value for r in results.rows] == ["env-tab-000", "mlebench-no-board"]
         no_board = [str(c) for c in results.get_row_at(1)]
         assert no_board[1:5] == ["2", "100%±0%", "n/a", "n/a"] and no_board[5].startswith("0.35")
+
+
+async def test_r_refreshes_and_every_table_fits_80_columns_with_long_ids(demo):
+    store, ids = demo
+    long_ids = ["tabular-binary-manufacturing-1a2b3c4d", "tabular-binary-manufacturing-9f8e7d6c"]
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "2")
+        table = app.screen.query_one("#envs-table", DataTable)
+        assert table.row_count == 3
+        for env_id in long_ids:  # through the app's own connection: SQLite's data_version does not move
+            store.envs.add({"id": env_id, "seed_id": "tabular-binary-manufacturing", "title": "long", "status":
+                            "verified", "modality": "tabular", "task_type": "binary", "metric": "roc_auc",
+                            "lower_is_better": False, "id_column": "id", "target_columns": ["y"]})
+        store.sandbox.start({"id": "sbx-0123456789ab", "env_id": long_ids[1], "backend": "local",
+                             "command": "python a_rather_long_script_name.py --with --many --options"})
+        store.runs.create("grpo", {"model": "tiny", "steps": 500}, run_id="grpo-0123456789")
+        await pilot.pause(1.0)
+        assert table.row_count == 3  # nothing told the screen
+        await pilot.press("r")
+        await wait_for(pilot, lambda: table.row_count == 5)
+        shown = {str(table.get_row_at(table.get_row_index(e))[0]) for e in long_ids}
+        assert len(shown) == 2 and {s[-8:] for s in shown} == {"1a2b3c4d", "9f8e7d6c"}
+        for key in "123456":
+            await goto(pilot, key)
+            await pilot.press("r")
+            await pilot.pause()
+            for t in app.screen.query(DataTable):
+                assert t.row_count > 0 or key == "6", (key, t.id)
+                assert t.virtual_size.width <= t.scrollable_content_region.width, (key, t.id, t.virtual_size)
+        await goto(pilot, "3")
+        sandbox = app.screen.query_one("#sandbox-table", DataTable)
+        assert "sbx-0123456789ab" in [r.value for r in sandbox.rows]
+        await goto(pilot, "4")
+        assert "grpo-0123456789" in [r.value for r in app.screen.query_one("#runs-table", DataTable).rows]

@@ -1,5 +1,6 @@
-"""Seeds: the real tasks synthesis imitates. Filter as you type, read the description and schema, enable or
-disable, tag, import a folder, and synthesize N environments from a seed."""
+"""Seeds: the real tasks synthesis imitates. Filter as you type, read the description, schema and the seed's
+synthesis runs (wall time, API cost), enable or disable, tag, import a folder, and synthesize N environments from a
+seed."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
-from ..fmt import clip
+from ..fmt import clip, fmt_cost, fmt_duration, wall_seconds
 from ..jobs import build_argv, resolve_command
+from ..runinfo import run_cost
 from ..widgets.markdown_pane import MarkdownPane
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
@@ -17,7 +19,12 @@ from .prompt import PromptScreen
 from .synth_form import SynthFormScreen
 
 
-def seed_markdown(seed: dict) -> str:
+#: how many of a seed's synthesis runs its detail lists (newest first)
+SHOWN_RUNS = 5
+
+
+def seed_markdown(seed: dict, runs: list[str]) -> str:
+    """The seed's description, schema and tags; ``runs``: one line per synthesis run of it (``synthesis_lines``)."""
     direction = "lower is better" if seed["lower_is_better"] else "higher is better"
     lines = [f"## {seed['title']}", "",
              f"`{seed['id']}` · {seed['modality']} · {seed['task_type']} · **{seed['metric']}** ({direction})", "",
@@ -25,11 +32,28 @@ def seed_markdown(seed: dict) -> str:
              f"original size {seed['train_size']:,} train / {seed['test_size']:,} test"
              + (f" · origin `{seed['origin']}`" if seed.get("origin") else ""), "",
              f"tags: {', '.join(seed['tags']) or '—'} · {'enabled' if seed['enabled'] else '**disabled**'}", "",
+             *(["### Synthesis runs", "", *runs, ""] if runs else []),
              "### Schema", "", "| column | dtype | role | description |", "|---|---|---|---|"]
     for c in seed["columns"]:
         lines.append(f"| {c['name']} | {c.get('dtype', '')} | {c.get('role', '')} | {c.get('description', '')} |")
     lines += ["", "### Description", "", seed["description"].strip()]
     return "\n".join(lines)
+
+
+def synthesis_lines(store, seed_id: str) -> list[str]:
+    """The seed's latest synthesis runs, one Markdown list item each: status, environments verified of those asked
+    for, wall time and what an API cost (CLI runs too, not only the jobs started here)."""
+    runs = [r for r in store.runs.list(kind="synthesis", limit=500) if (r.get("config") or {}).get("seed_id") == seed_id]
+    lines = []
+    for r in runs[:SHOWN_RUNS]:
+        cfg, summary = r.get("config") or {}, r.get("summary") or {}
+        verified = summary.get("verified", store.envs.count(seed_id=seed_id, status="verified", since=r["created_at"]))
+        cost = fmt_cost(run_cost(store, r))
+        lines.append(f"- `{r['id']}` · {r['status']} · {verified}/{cfg.get('count', '?')} verified · "
+                     f"{cfg.get('backend', '?')} · wall {fmt_duration(wall_seconds(r))}" + (f" · {cost}" if cost else ""))
+    if len(runs) > SHOWN_RUNS:
+        lines.append(f"- … {len(runs) - SHOWN_RUNS} older (`sandmle runs list --kind synthesis`)")
+    return lines
 
 
 class SeedsScreen(BaseScreen):
@@ -79,7 +103,7 @@ class SeedsScreen(BaseScreen):
         if key is None:
             detail.update("*No seeds match.* Import a folder with `i`.")
             return
-        detail.update(seed_markdown(self.store.seeds.get(key)))
+        detail.update(seed_markdown(self.store.seeds.get(key), synthesis_lines(self.store, key)))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.reload()
