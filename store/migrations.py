@@ -312,6 +312,11 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
             "ALTER TABLE turns ADD COLUMN finish_reason TEXT",      # stop | length
         ],
     ),
+    (
+        5,
+        "trajectories: their staleness when GRPO trained on them (updates between the sampling and trained weights)",
+        ["ALTER TABLE trajectories ADD COLUMN staleness INTEGER"],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

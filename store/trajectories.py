@@ -64,6 +64,8 @@ class Trajectory:
     state: dict[str, JSON] = field(default_factory=dict)  #: the scaffold's final state (steps, score calls, …)
     created_at: str | None = None  #: set by the store
     n_turns: int = 0  #: the number of turns (also when listed without them)
+    #: GRPO updates between the weights that sampled its oldest turn and those it trained (None: not trained on)
+    staleness: int | None = None
 
     @property
     def tokens(self) -> int:
@@ -111,6 +113,13 @@ class Trajectories(Repo[Row]):
             if turn_rows:
                 db.table("turns").insert_all(turn_rows, pk=("trajectory_id", "idx"), alter=False)
         return t.id
+
+    def set_staleness(self, values: dict[str, int | None]) -> None:
+        """Record, per trajectory id, how many policy updates its sampling weights lagged behind the weights
+        GRPO trained with it."""
+        with self.store.transaction() as db:
+            for trajectory_id, lag in values.items():
+                db.conn.execute("UPDATE trajectories SET staleness = ? WHERE id = ?", (lag, trajectory_id))
 
     def get(self, trajectory_id: str, *, with_turns: bool = True) -> Trajectory:
         row = self._get("id = ?", (trajectory_id,))
@@ -175,6 +184,7 @@ class Trajectories(Repo[Row]):
             wall_s=row["wall_s"] or 0.0, sandbox_s=float(extra.get("sandbox_s") or 0.0), group_id=row["group_id"],
             step=row["step"], rng_seed=row["rng_seed"], run_id=row["run_id"], error=extra.get("error"),
             state=extra.get("state") or {}, created_at=row["created_at"], n_turns=row["n_turns"] or 0,
+            staleness=row["staleness"],
         )
 
 

@@ -22,3 +22,18 @@ def register_tiny_env(store, split: str = "train") -> str:
     env = EnvSpec.from_dir(ENV_DIR)
     register_env(store, env, split=split)
     return env.id
+
+
+def scripted_demos(store, n: int = 2) -> str:
+    """A rollout run of ``n`` scripted (expert) react episodes on the tiny environment: SFT's data."""
+    from engine.agents.policies import load_policy
+    from engine.agents.rollout import run_episode
+    from engine.envs.layout import EnvSpec
+
+    register_tiny_env(store)
+    run = store.runs.create("rollout", {"policy": "scripted"})
+    env = EnvSpec.from_dir(ENV_DIR)
+    for seed in range(n):
+        run_episode(env, load_policy("scripted:skill=1"), scaffold="react", store=store, run_id=run, rng_seed=seed,
+                    max_turns=6)
+    return run

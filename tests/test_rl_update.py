@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from engine.rl.distributed import TokenLogProbs
 from engine.rl.modeling import load_for_training
 from engine.rl.objective import build_sequence
 from engine.rl.update import grpo_update, make_optimizer
@@ -54,7 +55,7 @@ def test_grpo_step_moves_lora_only_and_prefers_the_better_trajectory(tiny_dir, t
     before = seq_lp(good) - seq_lp(bad)
     opt = make_optimizer(model, lr=5e-3)
     for _ in range(5):
-        st = grpo_update(model, opt, [good, bad], [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+        st = grpo_update(TokenLogProbs(model), opt, [good, bad], [1.0, -1.0], [1.0, 1.0], micro_batch=1)
     assert st.trained_trajectories == 2 and st.trained_tokens == good.model_tokens + bad.model_tokens
     lora1, base1 = _split(model)
     assert lora0 and base0
@@ -85,7 +86,7 @@ def test_observation_tokens_get_no_gradient_through_the_model(tiny_dir):
     seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
     opt = make_optimizer(model, lr=1e-2)
     lora0, _ = _split(model)
-    st = grpo_update(model, opt, [seq], [0.0], [1.0])
+    st = grpo_update(TokenLogProbs(model), opt, [seq], [0.0], [1.0])
     lora1, _ = _split(model)
     assert st.trained_tokens == seq.model_tokens
     assert all(torch.equal(lora0[n], lora1[n]) for n in lora0)
@@ -97,7 +98,7 @@ def test_skipped_trajectories_never_reach_the_model(tiny_dir):
     seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
     opt = make_optimizer(model, lr=1e-2)
     lora0, _ = _split(model)
-    st = grpo_update(model, opt, [seq, seq], [1.0, -1.0], [0.0, 0.0])
+    st = grpo_update(TokenLogProbs(model), opt, [seq, seq], [1.0, -1.0], [0.0, 0.0])
     assert st.trained_trajectories == 0
     assert all(torch.equal(lora0[n], p) for n, p in _split(model)[0].items())
 
@@ -106,9 +107,9 @@ def test_kl_to_the_base_uses_the_same_model_with_the_adapter_disabled(tiny_dir):
     model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
     seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
     opt = make_optimizer(model, lr=5e-2)
-    st0 = grpo_update(model, opt, [seq], [1.0], [1.0], kl_coef=0.1)
+    st0 = grpo_update(TokenLogProbs(model), opt, [seq], [1.0], [1.0], kl_coef=0.1)
     assert st0.kl == pytest.approx(0.0, abs=1e-6)   # LoRA B = 0 at start: policy == base
-    st1 = grpo_update(model, opt, [seq], [1.0], [1.0], kl_coef=0.1)
+    st1 = grpo_update(TokenLogProbs(model), opt, [seq], [1.0], [1.0], kl_coef=0.1)
     assert st1.kl > 0 and math.isfinite(st1.loss)
 
 
@@ -131,7 +132,7 @@ def test_checkpoint_round_trip_with_a_trained_norm(tiny_dir, tmp_path, store):
     seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
     opt = make_optimizer(model, lr=5e-2)
     for _ in range(2):
-        grpo_update(model, opt, [seq], [1.0], [1.0])
+        grpo_update(TokenLogProbs(model), opt, [seq], [1.0], [1.0])
     trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
     assert any("modules_to_save" in n for n in trained)
     rid = store.runs.create("grpo", {})
@@ -221,7 +222,7 @@ def test_the_update_measures_the_sampler_mismatch_and_caps_the_importance_weight
             t.logprobs = [x - gap for x in lp[pos:pos + n]]
         if t.role not in ("system", "user"):
             pos += n
-    st = grpo_update(model, make_optimizer(model, lr=1e-3), [build_sequence(turns)], [1.0], [1.0], tis_cap=2.0)
+    st = grpo_update(TokenLogProbs(model), make_optimizer(model, lr=1e-3), [build_sequence(turns)], [1.0], [1.0], tis_cap=2.0)
     assert st.sampler_tokens == seq.model_tokens
     assert st.sampler_logp_diff == pytest.approx(gap, abs=1e-4)
     assert st.sampler_kl == pytest.approx(math.exp(gap) - 1 - gap, abs=1e-4)

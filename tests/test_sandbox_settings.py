@@ -71,8 +71,14 @@ def test_eval_episode_under_docker_with_the_configured_limits(run_cli, home, sto
     assert {(r["limits"]["memory_mb"], r["limits"]["max_procs"]) for r in rows} == {(1500, 9)}
 
 
+def _backend_of(worker, _item):
+    """An executor work function: the name and default limits of the worker's sandbox backend."""
+    limits = worker.sandbox.default_limits
+    return worker.sandbox.name, limits.memory_mb, limits.max_procs, limits.timeout_s
+
+
 def test_grpo_rollouts_take_the_settings_and_the_config_overrides(home, store, monkeypatch, tmp_path):
-    """The trainer's rollout backends: [sandbox] with the config's sandbox_backend / memory_mb / max_procs; a backend
+    """The rollout workers' backends: [sandbox] with the config's sandbox_backend / memory_mb / max_procs; a backend
     that cannot start fails before the run is stored."""
     from engine.errors import SandboxError
     from engine.rl.config import GRPOConfig
@@ -81,12 +87,10 @@ def test_grpo_rollouts_take_the_settings_and_the_config_overrides(home, store, m
 
     env_id = register_tiny_env(store)
     _configure(home, backend="local", memory_mb=2000, max_procs=20, timeout_s=90.0)
-    trainer = GRPOTrainer(store, GRPOConfig(env_ids=[env_id], memory_mb=1300, max_procs=11))
+    trainer = GRPOTrainer(store, GRPOConfig(env_ids=[env_id], memory_mb=1300, max_procs=11, rollout_workers=2))
     try:
-        backend = trainer.rollout_backend()
-        assert backend.name == "local"
-        assert (backend.default_limits.memory_mb, backend.default_limits.max_procs,
-                backend.default_limits.timeout_s) == (1300, 11, 90.0)
+        assert trainer.executor is not None
+        assert set(trainer.executor.map(_backend_of, [None, None])) == {("local", 1300, 11, 90.0)}
     finally:
         trainer.close()
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")

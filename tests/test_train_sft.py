@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rl_tiny import ENV_DIR, build_tiny, register_tiny_env
+from rl_tiny import ENV_DIR, build_tiny, register_tiny_env, scripted_demos
 
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
     return build_tiny(tmp_path_factory.mktemp("tiny") / "model")
-
-
-def _demos(store, n: int = 2) -> str:
-    from engine.agents.policies import load_policy
-    from engine.agents.rollout import run_episode
-    from engine.envs.layout import EnvSpec
-
-    register_tiny_env(store)
-    run = store.runs.create("rollout", {"policy": "scripted"})
-    env = EnvSpec.from_dir(ENV_DIR)
-    for seed in range(n):
-        run_episode(env, load_policy("scripted:skill=1"), scaffold="react", store=store, run_id=run, rng_seed=seed,
-                    max_turns=6)
-    return run
 
 
 def test_sft_examples_train_only_on_assistant_tokens(store, tiny_dir):
@@ -32,7 +18,7 @@ def test_sft_examples_train_only_on_assistant_tokens(store, tiny_dir):
     from engine.rl.config import SFTConfig
     from engine.rl.sft import build_dataset
 
-    run = _demos(store, 1)
+    run = scripted_demos(store, 1)
     tok = AutoTokenizer.from_pretrained(tiny_dir)
     data = build_dataset(store, tok, SFTConfig(model=str(tiny_dir), source_run=run, min_reward=0.5,
                                                max_seq_len=100000))
@@ -53,7 +39,7 @@ def test_sft_filters_by_reward(store, tiny_dir):
     from engine.rl.config import SFTConfig
     from engine.rl.sft import select_trajectories
 
-    run = _demos(store, 1)
+    run = scripted_demos(store, 1)
     with pytest.raises(TrainingError, match="reward >= 1.5"):
         select_trajectories(store, SFTConfig(model=str(tiny_dir), source_run=run, min_reward=1.5))
 
@@ -64,7 +50,7 @@ def test_sft_run_saves_a_peft_adapter_and_logs_to_the_store(store, tiny_dir, run
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    run = _demos(store, 2)
+    run = scripted_demos(store, 2)
     res = run_cli("train", "sft", "--model", str(tiny_dir), "--source-run", run, "--min-reward", "0.5",
                   "--epochs", "2", "--batch-size", "1", "--save-every", "2", "--lora-r", "4", "--json")
     assert res.code == 0, res.err

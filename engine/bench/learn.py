@@ -41,6 +41,7 @@ from ..rl.sft import SFTRun
 from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult
+from ._plot import line_plot
 
 #: the policies compared (baseline first) and the rate compared
 ARMS = ("SFT", "SFT+GRPO")
@@ -123,28 +124,10 @@ def collect_demos(store: Store, plan: LearnPlan, env_ids: list[str]) -> dict[str
 
 
 def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft_medal: float | None = None) -> Path:
-    import matplotlib  # heavy optional dependency (plots only)
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # heavy optional dependency
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=110)
-    for name, label in (("reward_mean", "mean reward"), ("medal_rate", "medal rate"), ("valid_rate", "valid rate")):
-        pts = metrics.get(name, [])
-        if pts:
-            ax.plot([s for s, _ in pts], [v for _, v in pts], marker="o", ms=3, label=label)
-    if sft_medal is not None:
-        ax.axhline(sft_medal, color="grey", ls="--", lw=1, label="SFT held-out medal rate (react)")
-    ax.set_xlabel("GRPO step")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title("GRPO on the training environments (tiny model, CPU)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    names = (("reward_mean", "mean reward"), ("medal_rate", "medal rate"), ("valid_rate", "valid rate"))
+    return line_plot({label: metrics[name] for name, label in names if metrics.get(name)},
+                     path, title="GRPO on the training environments (tiny model, CPU)",
+                     hline=None if sft_medal is None else (sft_medal, "SFT held-out medal rate (react)"))
 
 
 def _fmt(rate: dict[str, float | None]) -> str:

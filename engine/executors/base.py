@@ -1,7 +1,8 @@
 """The executor interface: ``workers`` slots, each one :class:`~.worker.Worker` that runs one item at a time.
 
-``stream(fn, items)`` keeps every slot busy and yields ``(index, result)`` as items finish, so progress bars and
-the store see results as they come. ``fn(worker, item)`` must be a module-level function (a process or a Ray
+``submit(fn, item)`` queues an item and returns a future; free workers take queued items in order, so work of the
+next batch can be queued while the current one runs. ``stream(fn, items)`` yields ``(index, result)`` as items
+finish, so progress bars and the store see results as they come. ``fn(worker, item)`` must be a module-level function (a process or a Ray
 actor imports it by name). A slot whose worker dies (its process killed, its node lost) is reported in ``lost``
 (and to ``on_lost``), restarted, and the item it was running is tried once more on it; an item that kills its
 worker twice raises :class:`WorkerLost`. A dead worker's item is never counted as a result. An exception raised
@@ -14,9 +15,12 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
+import queue
 import threading
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future, as_completed
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
 from ..errors import SandmleError
@@ -52,6 +56,15 @@ class Slot(abc.ABC):
         lets an item still running finish on its own before the worker closes."""
 
 
+@dataclass
+class _Task:
+    fn: WorkFn
+    item: Any
+    label: str
+    result: Future  #: what the caller holds
+    tries: int = 0
+
+
 class Executor(abc.ABC):
     name: str = ""
 
@@ -63,18 +76,83 @@ class Executor(abc.ABC):
         #: one line per worker that died (which worker, running what, why)
         self.lost: list[str] = []
         self._slots: list[Slot] | None = None
+        self._idle: list[Slot] = []
+        self._queue: deque[_Task] = deque()
         self._lock = threading.Lock()
+        #: finished slot futures, handled one at a time by the dispatcher thread (never in a future's callback:
+        #: Ray runs those on its own event loop, where restarting an actor would deadlock)
+        self._finished_q: queue.SimpleQueue[tuple[Slot, _Task, Future] | None] = queue.SimpleQueue()
+        self._dispatcher: threading.Thread | None = None
 
     @abc.abstractmethod
     def _make_slot(self, index: int) -> Slot:
         """Start worker ``index``."""
 
-    @property
-    def slots(self) -> list[Slot]:
+    def _start(self) -> None:
         with self._lock:
             if self._slots is None:
                 self._slots = [self._make_slot(i) for i in range(self.workers)]
-            return self._slots
+                self._idle = list(reversed(self._slots))
+                self._dispatcher = threading.Thread(target=self._dispatch_loop, name=f"{self.name}-dispatch",
+                                                    daemon=True)
+                self._dispatcher.start()
+
+    def _dispatch_loop(self) -> None:
+        while (event := self._finished_q.get()) is not None:
+            slot, task, fut = event
+            try:
+                self._finished(slot, task, fut)
+            except BaseException as exc:  # noqa: BLE001 - never leave a caller waiting on a future
+                if not task.result.done():
+                    task.result.set_exception(exc)
+
+    def submit(self, fn: WorkFn, item: Any, *, label: str = "an item") -> Future:
+        """Queue ``fn(worker, item)``; the future gets its result (or its own exception, or :class:`WorkerLost`).
+        Items start in the order they were submitted, each on the next free worker."""
+        self._start()
+        task = _Task(fn, item, label, Future())
+        with self._lock:
+            self._queue.append(task)
+        self._dispatch()
+        return task.result
+
+    def _dispatch(self) -> None:
+        """Give queued items to idle workers (outside the lock: a finished future runs its callback at once)."""
+        starting: list[tuple[Slot, _Task]] = []
+        with self._lock:
+            while self._idle and self._queue:
+                task = self._queue.popleft()
+                # a retried item is running already; a new one may have been cancelled meanwhile
+                if task.tries or task.result.set_running_or_notify_cancel():
+                    starting.append((self._idle.pop(), task))
+        for slot, task in starting:
+            slot.submit(task.fn, task.item).add_done_callback(functools.partial(self._done, slot, task))
+
+    def _done(self, slot: Slot, task: _Task, fut: Future) -> None:
+        """A slot's future finished (called on whatever thread finished it): hand it to the dispatcher."""
+        self._finished_q.put((slot, task, fut))
+
+    def _finished(self, slot: Slot, task: _Task, fut: Future) -> None:
+        exc = fut.exception()
+        if exc is not None and slot.died(exc):
+            line = f"worker {slot.name} died running {task.label} ({type(exc).__name__}: {exc})"
+            self.lost.append(line)
+            if self.on_lost is not None:
+                self.on_lost(line + ("; giving up" if task.tries else "; retrying it once"))
+            slot.restart()
+            if task.tries:
+                task.result.set_exception(WorkerLost(f"{task.label} killed its worker twice: {exc}"))
+            else:
+                task.tries += 1
+                with self._lock:
+                    self._queue.appendleft(task)
+        elif exc is not None:
+            task.result.set_exception(exc)
+        else:
+            task.result.set_result(fut.result())
+        with self._lock:
+            self._idle.append(slot)
+        self._dispatch()
 
     def prepare(self) -> None:
         """Start every worker's sandbox backend now: a backend that cannot start fails here, before any work."""
@@ -83,30 +161,13 @@ class Executor(abc.ABC):
 
     def stream(self, fn: WorkFn, items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, fn(worker, item))`` for every item as it finishes (at most ``workers`` at once)."""
-        queue: deque[tuple[int, Any, int]] = deque((i, item, 0) for i, item in enumerate(items))
-        idle = list(reversed(self.slots))
-        running: dict[Future, tuple[Slot, int, Any, int]] = {}
+        futures = {self.submit(fn, item, label=f"item {i}"): i for i, item in enumerate(items)}
         try:
-            while queue or running:
-                while idle and queue:
-                    slot = idle.pop()
-                    i, item, tries = queue.popleft()
-                    running[slot.submit(fn, item)] = (slot, i, item, tries)
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                for fut in done:
-                    slot, i, item, tries = running.pop(fut)
-                    exc = fut.exception()
-                    if exc is not None and slot.died(exc):
-                        self._lose(slot, i, exc, tries)
-                        queue.appendleft((i, item, tries + 1))
-                    elif exc is not None:
-                        raise exc
-                    idle.append(slot)
-                    if exc is None:
-                        yield i, fut.result()
+            for fut in as_completed(futures):
+                yield futures[fut], fut.result()
         finally:
-            for fut in running:
-                fut.cancel()
+            for fut in futures:
+                fut.cancel()  # those still queued; running ones finish on their own
 
     def map(self, fn: WorkFn, items: Iterable[Any], *,
             on_result: Callable[[int, Any], None] | None = None) -> list[Any]:
@@ -119,19 +180,18 @@ class Executor(abc.ABC):
                 on_result(i, result)
         return results
 
-    def _lose(self, slot: Slot, index: int, exc: BaseException, tries: int) -> None:
-        line = f"worker {slot.name} died running item {index} ({type(exc).__name__}: {exc})"
-        self.lost.append(line)
-        if self.on_lost is not None:
-            self.on_lost(line + ("; giving up" if tries else "; retrying it once"))
-        slot.restart()
-        if tries:
-            raise WorkerLost(f"item {index} killed its worker twice: {exc}")
-
     def close(self, wait: bool = True) -> None:
-        """Close every worker (their sandboxes and warm workers, their store connections)."""
+        """Close every worker (their sandboxes and warm workers, their store connections); queued items are
+        cancelled."""
         with self._lock:
-            slots, self._slots = self._slots or [], None
+            slots, self._slots, self._idle = self._slots or [], None, []
+            queued, self._queue = list(self._queue), deque()
+            dispatcher, self._dispatcher = self._dispatcher, None
+        for task in queued:
+            task.result.cancel()
+        if dispatcher is not None:
+            self._finished_q.put(None)
+            dispatcher.join()
         for slot in slots:
             slot.close(wait)
 

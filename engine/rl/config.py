@@ -37,8 +37,14 @@ class _Common:
     seed: int = _option(0, "RNG seed (torch, python, numpy, sampling)")
     device: str | None = _option(None, "cuda | cpu; default: cuda when available (bf16 where supported), else cpu")
     name: str | None = _option(None, "a name for the run")
+    processes: int = _option(1, "data-parallel training processes on this machine (accelerate: DDP, gloo on CPU); "
+                                "each takes a share of the batch, gradients are averaged")
+    fsdp: bool = _option(False, "shard the model over the processes (FSDP) instead of copying it (DDP): for models "
+                                "too big for one device")
 
     def _check_common(self) -> None:
+        if self.processes < 1:
+            raise ValueError(f"processes must be >= 1 (got {self.processes})")
         if self.lr <= 0:
             raise ValueError(f"lr must be > 0 (got {self.lr})")
         if self.lora_r < 1:
@@ -92,6 +98,12 @@ class GRPOConfig(_Common):
     curriculum_window: int = _option(3, "recent groups per environment the curriculum looks at")
     curriculum_floor: float = _option(0.05, "least sampling weight of any environment (exploration)")
     save_every: int = _option(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
+    max_staleness: int = _option(0, "policy updates a rollout's sampling weights may lag behind the trained ones: "
+                                    "0 = on-policy; 1 = the next step's rollouts sample while this step's update runs")
+    executor: str = _option("local", "who runs rollouts: local (threads sharing the trainer's sampler) | process | "
+                                     "ray (workers load each published adapter)")
+    address: str | None = _option(None, "address of an existing Ray cluster (with executor = ray; default: a local "
+                                        "Ray)")
     rollout_workers: int = _option(8, "rollouts in flight at once: their model calls share the sampler's batches "
                               "and the sandbox runs one episode's code while the model generates for others")
     sandbox_backend: str | None = _option(None, "where rollout code runs: local | docker (default: [sandbox] backend)")
@@ -150,6 +162,15 @@ class GRPOConfig(_Common):
             raise ValueError(f"step_timeout_s must be > 0 (got {self.step_timeout_s})")
         if self.max_procs is not None and self.max_procs < 1:
             raise ValueError(f"max_procs must be >= 1 (got {self.max_procs})")
+        if self.max_staleness < 0:
+            raise ValueError(f"max_staleness must be >= 0 (got {self.max_staleness})")
+        if self.executor not in ("local", "process", "ray"):
+            raise ValueError(f"executor must be local, process or ray (got {self.executor!r})")
+        if self.executor != "local" and self.sampler != "hf":
+            raise ValueError("rollout workers of the process and ray executors sample with their own copy of the "
+                             "policy: executor = process | ray needs sampler = hf")
+        if self.fsdp:
+            raise ValueError("fsdp is for sft: GRPO's update keeps a whole copy of the model on each process (DDP)")
 
 
 @dataclass
@@ -158,7 +179,9 @@ class SFTConfig(_Common):
 
     lr: float = _option(5e-4, "learning rate")
     epochs: float = _option(3.0, "passes over the filtered trajectories")
-    batch_size: int = _option(4, "trajectories per optimizer step")
+    batch_size: int = _option(4, "trajectories per forward pass of each process")
+    grad_accum: int = _option(1, "gradient accumulation: forward passes per optimizer step (an optimizer step sees "
+                                 "batch_size × grad_accum × processes trajectories)")
     min_reward: float = _option(0.5, "keep trajectories with reward >= this")
     source_run: str | None = _option(None, "only trajectories of this run (e.g. a scripted rollout run)")
     source_policy: str | None = _option(None, "only trajectories of this policy (e.g. 'scripted')")
@@ -174,6 +197,8 @@ class SFTConfig(_Common):
             raise ValueError(f"epochs must be > 0 (got {self.epochs})")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 (got {self.batch_size})")
+        if self.grad_accum < 1:
+            raise ValueError(f"grad_accum must be >= 1 (got {self.grad_accum})")
         if self.max_seq_len < 8:
             raise ValueError(f"max_seq_len must be >= 8 (got {self.max_seq_len})")
         if self.env_split not in ("train", "heldout", "all"):

@@ -5,11 +5,20 @@ stored as they finish), turn each trajectory into its exact token sequence (obse
 group-normalized advantages (timed-out episodes masked, all-equal groups skipped or down-weighted), one clipped
 token-mean update of the LoRA adapter, metrics to the store, and a checkpoint every K steps. Resuming restores the
 adapter, optimizer, RNG and curriculum from the last checkpoint and takes back the rollouts already stored for the
-steps after it, so no step is counted twice and no stored rollout is lost or sampled again."""
+steps after it, so no step is counted twice and no stored rollout is lost or sampled again.
+
+Scale (README "Scaling out"): rollouts run on an executor (``local`` threads share the trainer's sampler;
+``process`` / ``ray`` workers load each adapter the trainer publishes); with ``max_staleness`` k the rollouts of
+the next k steps are queued while this step's update runs (the sampler keeps its own copy of the weights), and
+every trajectory's staleness is stored; with several ``processes`` (accelerate) each takes a share of the
+rollouts, the group statistics are over the whole batch and the update is data-parallel."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import random
+import shutil
 import signal
 import statistics
 import threading
@@ -27,16 +36,17 @@ from ..agents.rollout import run_episode
 from ..config import load_settings
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
+from ..executors import Executor, get_executor
 from ..inference import Sampler, make_sampler
 from ..models.adapters import resolve_adapter
-from ..sandbox import SandboxBackend, get_backend
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
 from .health import CollapseWatch
+from .distributed import ONE, Processes, TokenLogProbs
 from .modeling import load_for_training, resolve_model
 from .objective import TokenSequence, build_sequence, group_advantages
-from .rollouts import Rollout, collect, fresh, stored_plan
+from .rollouts import PendingStep, PolicyRef, Rollout, RolloutItem, fresh, launch, staleness, stored_plan
 from .update import grpo_update, make_optimizer
 
 PolicyFactory = Callable[[Any, Any, GRPOConfig, Any], Any]
@@ -48,6 +58,15 @@ def default_policy_factory(model: Any, tokenizer: Any, cfg: GRPOConfig, sampler:
     through the trainer's sampler and records exact tokens, log-probs and the policy version."""
     return HFPolicy.from_loaded(model, tokenizer, sampler, temperature=cfg.temperature, top_p=cfg.top_p,
                                 max_new_tokens=cfg.max_new_tokens)
+
+
+def copy_trainable(source: Any, target: Any) -> None:
+    """Copy the trained parameters (adapter, modules_to_save) of ``source`` into its copy ``target``."""
+    params = dict(target.named_parameters())
+    with torch.no_grad():
+        for name, p in source.named_parameters():
+            if p.requires_grad:
+                params[name].copy_(p)
 
 
 def select_envs(store, cfg: GRPOConfig) -> list[str]:
@@ -69,40 +88,50 @@ def select_envs(store, cfg: GRPOConfig) -> list[str]:
 class GRPOTrainer:
     def __init__(self, store, cfg: GRPOConfig, *, run_id: str | None = None, parent_id: str | None = None,
                  policy_factory: PolicyFactory | None = None, episode_fn: EpisodeFn | None = None,
-                 on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None):
-        self.store, self.cfg = store, cfg
+                 on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None,
+                 on_lost: Callable[[str], None] | None = None, processes: Processes = ONE):
+        self.store, self.cfg, self.processes = store, cfg, processes
         self.policy_factory = policy_factory or default_policy_factory
         self.episode_fn: EpisodeFn = episode_fn or run_episode
         self.on_step, self.on_rollout = on_step, on_rollout
+        self.workers_lost: list[str] = []
         self.env_ids = select_envs(store, cfg)
         #: where rollout code runs: the settings' [sandbox] with the config's overrides
         self.sandbox = load_settings().sandbox.override(backend=cfg.sandbox_backend, memory_mb=cfg.memory_mb,
                                                          max_procs=cfg.max_procs)
-        # one backend per rollout worker thread (rollout_0, rollout_1, ...: the same names every step), kept warm
-        # between episodes; the first is built here: a backend that cannot start fails before the run is stored
-        self._lock = threading.Lock()
-        self._backends: dict[str, SandboxBackend] = {"rollout_0": get_backend(store=store, settings=self.sandbox)}
-        if run_id is None:
+        #: who runs the rollouts; every worker's sandbox backend starts here (kept warm between episodes): a backend
+        #: that cannot start fails before the run is stored
+        self.executor: Executor = get_executor(cfg.executor, workers=cfg.rollout_workers, store=store,
+                                               sandbox=self.sandbox, address=cfg.address, on_lost=on_lost)
+        try:
+            self.executor.prepare()
+        except BaseException:
+            self.executor.close()
+            raise
+        if run_id is None and processes.is_main:
             run_id = new_id("grpo")
-            self.run_dir = store.data_dir / "runs" / run_id
-            store.runs.create("grpo", asdict(cfg), name=cfg.name, parent_id=parent_id, dir=str(self.run_dir),
-                              run_id=run_id)
-        else:
-            row = store.runs.get(run_id)
-            self.run_dir = Path(row["dir"]) if row.get("dir") else store.data_dir / "runs" / run_id
+            store.runs.create("grpo", asdict(cfg), name=cfg.name, parent_id=parent_id,
+                              dir=str(store.data_dir / "runs" / run_id), run_id=run_id)
+        run_id = processes.broadcast(run_id)  # the main process made the run; the others train under its id
+        row = store.runs.get(run_id)
+        self.run_dir = Path(row["dir"]) if row.get("dir") else store.data_dir / "runs" / run_id
         self.run_id = run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
-        # set by setup(): the policy with its LoRA adapter, its tokenizer, the optimizer, the sampler it publishes to
+        # set by setup(): the policy with its LoRA adapter, its tokenizer, the optimizer, the log-probs the update
+        # goes through (DDP-wrapped with several processes), the sampler it publishes to (local rollouts)
         self.model: Any = None
         self.tokenizer: Any = None
         self.optimizer: Any = None
-        self.sampler: Any = None
+        self.scorer: Any = None
+        self.sampler: Sampler | None = None
         self.start_step = 1
         self.watch = CollapseWatch()
         self.warnings: list[str] = []
         self.on_warning: Callable[[str], None] | None = None
         self.interrupted = False  #: ended by Ctrl-C (KeyboardInterrupt), not by a stop request
+        #: the policy version rollouts sample from now (= GRPO updates applied to the published weights)
+        self.version = 0
 
     # ------------------------------------------------------------------ construction / resume
     @classmethod
@@ -115,16 +144,21 @@ class GRPOTrainer:
         cfg = config_from_dict(GRPOConfig, row["config"])
         return cls(store, cfg, run_id=row["id"], **kw)
 
+    @property
+    def remote(self) -> bool:
+        """Rollout workers live in other processes and load the published adapters themselves."""
+        return self.cfg.executor != "local"
+
     def setup(self) -> None:
         cfg = self.cfg
         random.seed(cfg.seed)
         torch.manual_seed(cfg.seed)
-        model_path = resolve_model(cfg.model, self.store)
+        self.model_path = resolve_model(cfg.model, self.store)
         adapter = resolve_adapter(cfg.adapter, self.store) if cfg.adapter else None
         self.model, self.tokenizer, self.device = load_for_training(
-            model_path, adapter=adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-            lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device,
-            gradient_checkpointing=cfg.gradient_checkpointing)
+            self.model_path, adapter=adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save,
+            device=self.processes.device or cfg.device, gradient_checkpointing=cfg.gradient_checkpointing)
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
         self.curriculum = Curriculum(self.env_ids, window=cfg.curriculum_window, floor=cfg.curriculum_floor,
                                      enabled=cfg.curriculum)
@@ -147,29 +181,60 @@ class GRPOTrainer:
             for step, values in self._logged_steps():
                 if (warning := self.watch.update(step, values)) is not None:
                     self.warnings.append(warning)
-        self.sampler = make_sampler(cfg.sampler, self.model, model_path=model_path,
-                                    work_dir=self.run_dir / "sampler", url=cfg.sampler_url,
-                                    max_batch=cfg.sampler_batch, prefix_cache_tokens=cfg.sampler_prefix_cache,
-                                    lora_rank=cfg.lora_r, seed=cfg.seed)
-        self.sampler.publish(self.model, self.start_step - 1)  # version = GRPO updates behind the weights
-        self.policy = self.policy_factory(self.model, self.tokenizer, cfg, self.sampler)
+        self.scorer, self.optimizer = self.processes.prepare(
+            TokenLogProbs(self.model, cfg.temperature, cfg.logprob_chunk), self.optimizer)
+        # rollouts sampling while the update runs need weights of their own: the hf sampler gets a copy
+        self.sampling_model = copy.deepcopy(self.model) if cfg.max_staleness and cfg.sampler == "hf" else self.model
+        if not self.remote:
+            self.sampler = make_sampler(cfg.sampler, self.sampling_model, model_path=self.model_path,
+                                        work_dir=self.run_dir / "sampler", url=cfg.sampler_url,
+                                        max_batch=cfg.sampler_batch, prefix_cache_tokens=cfg.sampler_prefix_cache,
+                                        lora_rank=cfg.lora_r, seed=cfg.seed)
+            self.policy = self.policy_factory(self.sampling_model, self.tokenizer, cfg, self.sampler)
+        self.publish(self.start_step - 1)
 
-    # ------------------------------------------------------------------ one step
-    def rollout_backend(self) -> SandboxBackend:
-        """The calling rollout worker's sandbox backend (built from :attr:`sandbox` on its first episode)."""
-        name = threading.current_thread().name
-        with self._lock:
-            if name not in self._backends:
-                self._backends[name] = get_backend(store=self.store, settings=self.sandbox)
-            return self._backends[name]
+    # ------------------------------------------------------------------ the policy rollouts sample from
+    def publish(self, version: int) -> None:
+        """Make the trained weights the policy rollouts sample from, as ``version``: into the sampler (its own
+        copy of the weights when rollouts overlap the update), or as an adapter folder the process / Ray workers
+        load (written once, by the main process)."""
+        self.version = version
+        self.sampling_model.eval()  # no dropout while sampling (the update sets train mode)
+        if self.sampler is not None:
+            self.sampler.sleep()  # no batch runs while the weights change
+            try:
+                if self.sampling_model is not self.model:
+                    copy_trainable(self.model, self.sampling_model)
+                self.sampler.publish(self.sampling_model, version)
+            finally:
+                self.sampler.wake_up()
+            return
+        if self.processes.is_main:
+            self.model.save_pretrained(str(self.policy_dir(version)))
+            old = self.policy_dir(version - self.cfg.max_staleness - 2)
+            if old.exists():  # no queued rollout can still ask for it
+                shutil.rmtree(old)
+        self.processes.wait()
 
-    def _run_one(self, env_id: str, group_id: str, rng_seed: int, step: int) -> Any:
+    def policy_dir(self, version: int) -> Path:
+        return self.run_dir / "policy" / f"v{version:06d}"
+
+    def _launch(self, step: int) -> PendingStep:
+        """Queue this process's rollouts of ``step`` (those not stored yet), sampling with the current version."""
         cfg = self.cfg
-        return self.episode_fn(
-            EnvSpec.from_store(self.store, env_id), self.policy, scaffold=cfg.scaffold, store=self.store,
-            sandbox=self.rollout_backend(),
-            run_id=self.run_id, group_id=group_id, step=step, rng_seed=rng_seed, max_turns=cfg.max_turns,
-            step_timeout_s=cfg.step_timeout_s, episode_timeout_s=cfg.episode_timeout_s, reward=cfg.reward)
+        name = self.policy_name(self.version)
+        if self.remote:
+            policy: Any = PolicyRef(self.model_path, str(self.policy_dir(self.version)), self.version, name,
+                                    cfg.temperature, cfg.top_p, cfg.max_new_tokens)
+        else:  # the shared policy under this version's name (rollouts of the previous version may still run)
+            policy = copy.copy(self.policy)
+            policy.name = name
+        kw = {"max_turns": cfg.max_turns, "step_timeout_s": cfg.step_timeout_s,
+              "episode_timeout_s": cfg.episode_timeout_s, "reward": cfg.reward}
+        return launch(self.executor, self.store, self.run_id, step, self.plan(step), cfg.group_size, cfg.seed,
+                      lambda env_id, gid, seed: RolloutItem(EnvSpec.from_store(self.store, env_id), gid, seed, step,
+                                                            self.run_id, policy, cfg.scaffold, kw, self.episode_fn),
+                      share=self.processes.share)
 
     def _logged_steps(self) -> list[tuple[int, dict[str, float]]]:
         """(step, metrics) of the steps already logged (a resumed run's collapse watch starts from them)."""
@@ -180,43 +245,45 @@ class GRPOTrainer:
                     by_step.setdefault(step, {})[name] = value
         return [(k, v) for k, v in sorted(by_step.items()) if "reward_mean" in v]
 
-    def policy_name(self, step: int) -> str:
-        """What step ``step``'s rollouts sample from: the model plus the adapter after ``step - 1`` updates (the
-        starting adapter before the first), named so that it loads again (``adapter=RUN_ID@STEP``)."""
+    def policy_name(self, version: int) -> str:
+        """What rollouts sampled by ``version`` sample from: the model plus the adapter after ``version`` updates
+        (the starting adapter before the first), named so that it loads again (``adapter=RUN_ID@STEP``)."""
         name = f"hf:{self.cfg.model}"
-        if step > 1:
-            return f"{name},adapter={self.run_id}@{step - 1}"
+        if version > 0:
+            return f"{name},adapter={self.run_id}@{version}"
         return name + (f",adapter={self.cfg.adapter}" if self.cfg.adapter else "")
 
     def plan(self, step: int) -> list[str]:
         """The step's environments: those of groups already stored for it (resume), the rest from the curriculum."""
         have = stored_plan(self.store, self.run_id, step)
-        fresh = self.curriculum.sample(self.cfg.envs_per_step, self.rng)
-        return [have.get(k, fresh[k]) for k in range(self.cfg.envs_per_step)]
+        fresh_envs = self.curriculum.sample(self.cfg.envs_per_step, self.rng)
+        return [have.get(k, fresh_envs[k]) for k in range(self.cfg.envs_per_step)]
 
-    def step(self, step: int) -> dict[str, float]:
+    # ------------------------------------------------------------------ one step
+    def step(self, step: int, pending: PendingStep | None = None) -> dict[str, float]:
+        """Collect the step's rollouts (queued by :meth:`_launch`, or now), update, publish; the step's metrics."""
         cfg = self.cfg
         t0 = time.perf_counter()
-        env_ids = self.plan(step)
-        sampled = self.sampler.stats.snapshot()
-        self.policy.name = self.policy_name(step)
-        self.model.eval()
-        with torch.no_grad():
-            collected = collect(self.store, self.run_id, step, env_ids, cfg.group_size, cfg.seed,
-                          lambda e, g, s: self._run_one(e, g, s, step), workers=cfg.rollout_workers,
-                          on_done=self.on_rollout)
-        rollouts = collected.rollouts
+        sampled = self.sampler.stats.snapshot() if self.sampler is not None else None
+        collected = (pending or self._launch(step)).collect(self.on_rollout)
+        mine = collected.rollouts
         built: list[TokenSequence | ValueError] = []
-        for r in rollouts:
+        for r in mine:
             try:
                 built.append(build_sequence(r.turns))
             except ValueError as exc:
                 built.append(exc)
             r.overlong = isinstance(built[-1], TokenSequence) and len(built[-1].input_ids) > cfg.max_seq_len
-            r.stale = not fresh(r, step - 1)
+            r.staleness = staleness(r, step - 1)
+            r.stale = not fresh(r, step - 1, cfg.max_staleness)
+        self.store.trajectories.set_staleness({r.id: r.staleness for r in mine})
+        # the group statistics are over whole groups: every process's rollouts (without their turns)
+        rollouts = sorted(self.processes.gather([dataclasses.replace(r, turns=[]) for r in mine]),
+                          key=lambda r: (r.group_id, r.rng_seed))
         stats = group_advantages([r.reward for r in rollouts], [r.group_id for r in rollouts],
                                  masked=[r.masked for r in rollouts], scale=cfg.scale_rewards,
                                  equal_group=cfg.equal_group, equal_weight=cfg.equal_group_weight)
+        by_id = {r.id: (a, w) for r, a, w in zip(rollouts, stats.advantages, stats.weights)}
         by_group: dict[str, list[Rollout]] = {}
         for r in rollouts:
             by_group.setdefault(r.group_id, []).append(r)
@@ -224,28 +291,31 @@ class GRPOTrainer:
             live = [m.reward for m in members if not m.masked]
             self.curriculum.update(members[0].env_id, live)
         seqs = []
-        for r, seq, w in zip(rollouts, built, stats.weights):
+        for r, seq in zip(mine, built):
             if isinstance(seq, ValueError):
-                if w > 0:
+                if by_id[r.id][1] > 0:
                     raise TrainingError(f"trajectory {r.id}: {seq}")
                 seq = TokenSequence([], [], [])  # masked anyway: its tokens are not needed
             seqs.append(seq)
         t_upd = time.perf_counter()
-        self.sampler.sleep()  # no batch runs while the weights change (colocated vLLM frees its memory)
+        overlapping = cfg.max_staleness > 0
+        if self.sampler is not None and not overlapping:
+            self.sampler.sleep()  # no batch runs while the weights change (colocated vLLM frees its memory)
         try:
-            update = grpo_update(self.model, self.optimizer, seqs, stats.advantages, stats.weights,
-                                 clip_low=cfg.clip_low,
-                             clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, temperature=cfg.temperature,
-                             micro_batch=cfg.micro_batch, mu=cfg.mu, max_grad_norm=cfg.max_grad_norm,
-                             pad_id=self.tokenizer.pad_token_id or 0, device=self.device, tis_cap=cfg.tis_cap,
-                             logprob_chunk=cfg.logprob_chunk)
-            update_s = time.perf_counter() - t_upd
-            self.sampler.publish(self.model, step)
+            update = grpo_update(self.scorer, self.optimizer, seqs, [by_id[r.id][0] for r in mine],
+                             [by_id[r.id][1] for r in mine], clip_low=cfg.clip_low, clip_high=cfg.clip_high,
+                             kl_coef=cfg.kl_coef, micro_batch=cfg.micro_batch, mu=cfg.mu,
+                             max_grad_norm=cfg.max_grad_norm, pad_id=self.tokenizer.pad_token_id or 0,
+                             device=self.device, tis_cap=cfg.tis_cap, processes=self.processes)
         finally:
-            self.sampler.wake_up()
+            if self.sampler is not None and not overlapping:
+                self.sampler.wake_up()
+        update_s = time.perf_counter() - t_upd
+        self.publish(step)
         rewards = [r.reward for r in rollouts]
         wall = sum(r.wall_s for r in rollouts) or 1e-9
         ranks = [r.human_rank for r in rollouts if r.human_rank is not None]
+        lags = [r.staleness for r in rollouts if r.staleness is not None]
         metrics = {
             "reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
             "valid_rate": statistics.fmean(r.valid for r in rollouts),
@@ -254,21 +324,23 @@ class GRPOTrainer:
             "loss": update.loss, "pg_loss": update.pg_loss, "kl": update.kl, "clip_fraction": update.clip_fraction,
             "ratio_mean": update.ratio_mean, "grad_norm": update.grad_norm,
             "sampler_logp_diff": update.sampler_logp_diff, "sampler_kl": update.sampler_kl,
-            "tis_capped": update.tis_capped,
-            "tokens": float(sum(s.model_tokens for s in seqs)), "seq_tokens": float(sum(len(s.input_ids) for s in seqs)),
+            "tis_capped": update.tis_capped, "tokens": float(update.trained_tokens),
+            "seq_tokens": self.processes.total(sum(len(s.input_ids) for s in seqs)),
             "trained_trajectories": float(update.trained_trajectories),
             "skipped_groups": float(stats.equal_groups), "groups": float(stats.groups),
             "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
             "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
-            "reused_rollouts": float(collected.reused),
+            "staleness_mean": statistics.fmean(lags) if lags else None, "staleness_max": max(lags, default=None),
+            "reused_rollouts": self.processes.total(collected.reused),
             "rollout_s": collected.wall_s, "update_s": update_s, "publish_s": time.perf_counter() - t_upd - update_s,
             "sandbox_wait_share": sum(r.sandbox_s for r in rollouts) / wall,
-            **self.sampler.stats.since(sampled),
+            **(self.sampler.stats.since(sampled) if self.sampler is not None and sampled is not None else {}),
             "step_s": time.perf_counter() - t0,
         }
         warning = self.watch.update(step, metrics)
         metrics["collapse"] = float(warning is not None)
-        self.store.runs.log_metrics(self.run_id, step, metrics)
+        if self.processes.is_main:
+            self.store.runs.log_metrics(self.run_id, step, metrics)
         if warning is not None:
             self.warnings.append(warning)
             if self.on_warning:
@@ -280,40 +352,53 @@ class GRPOTrainer:
         self._stop.set()
 
     def _stop_requested(self) -> bool:
-        if self._stop.is_set():
-            return True
-        row = self.store.runs.get(self.run_id)
-        return row["status"] == "stopped"
+        """Asked here (a signal) or through the store (the workbench); the main process decides for all."""
+        asked = self._stop.is_set() or self.store.runs.get(self.run_id)["status"] == "stopped"
+        return bool(self.processes.broadcast(asked))
 
     def close(self) -> None:
+        self.executor.close()  # closing twice is harmless
+        self.workers_lost = list(self.executor.lost)
         if self.sampler is not None:
             self.sampler.close()
             self.sampler = None
-        for backend in self._backends.values():
-            backend.close()
-        self._backends.clear()
 
-    def checkpoint(self, step: int) -> Path:
-        return save_checkpoint(self.store, self.run_id, self.run_dir, step, self.model, optimizer=self.optimizer,
-                               extra={"curriculum": self.curriculum.state_dict(), "sampler_rng": self.rng.getstate()})
+    def checkpoint(self, step: int) -> Path | None:
+        """Save (the main process) the checkpoint of ``step``; every process waits for it."""
+        path = None
+        if self.processes.is_main:
+            path = save_checkpoint(self.store, self.run_id, self.run_dir, step, self.model, optimizer=self.optimizer,
+                                   extra={"curriculum": self.curriculum.state_dict(),
+                                          "sampler_rng": self.rng.getstate()})
+        self.processes.wait()
+        return path
 
     def train(self) -> dict[str, Any]:
         if self.model is None:
             self.setup()
         cfg = self.cfg
-        self.store.runs.start(self.run_id)
+        if self.processes.is_main:
+            self.store.runs.start(self.run_id)
+            config = self.store.runs.get(self.run_id)["config"]
+            self.store.runs.update(self.run_id, config={**config, "world_size": self.processes.world_size})
         old_handler = None
         if threading.current_thread() is threading.main_thread():
             old_handler = signal.signal(signal.SIGTERM, self.request_stop)
         last_saved = self.start_step - 1
         done = self.start_step - 1
         status = "done"
+        pending: dict[int, PendingStep] = {}
         try:
             for step in range(self.start_step, cfg.steps + 1):
                 if self._stop_requested():
                     status = "stopped"
                     break
-                metrics = self.step(step)
+                # this step's rollouts, and those of the next max_staleness steps (they sample with the weights
+                # of now while this step's update runs)
+                for ahead in range(step, min(step + cfg.max_staleness, cfg.steps) + 1):
+                    if ahead not in pending:
+                        pending[ahead] = self._launch(ahead)
+                metrics = self.step(step, pending.pop(step))
                 done = step
                 if step % cfg.save_every == 0 or step == cfg.steps:
                     self.checkpoint(step)
@@ -326,9 +411,12 @@ class GRPOTrainer:
         except BaseException as exc:
             if done > last_saved and self.model is not None:
                 self.checkpoint(done)
-            self.store.runs.finish(self.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+            if self.processes.is_main:
+                self.store.runs.finish(self.run_id, "failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
+            for queued in pending.values():
+                queued.cancel()  # rollouts already running finish and are stored: a resume takes them back
             if old_handler is not None:
                 signal.signal(signal.SIGTERM, old_handler)
             self.close()
@@ -336,6 +424,8 @@ class GRPOTrainer:
             self.checkpoint(done)
         latest = self.store.runs.latest_checkpoint(self.run_id)
         summary = {"steps_done": done, "steps": cfg.steps, "adapter": latest["path"] if latest else None,
-                   "envs": len(self.env_ids), "status": status, "warnings": self.warnings}
-        self.store.runs.finish(self.run_id, status, summary=summary)
+                   "envs": len(self.env_ids), "status": status, "warnings": self.warnings,
+                   "world_size": self.processes.world_size, "workers_lost": self.workers_lost}
+        if self.processes.is_main:
+            self.store.runs.finish(self.run_id, status, summary=summary)
         return summary

@@ -20,6 +20,7 @@ from ..errors import TrainingError
 from ..models.adapters import resolve_adapter
 from ..models.loading import pick_dtype
 from .config import SFTConfig, config_from_dict
+from .distributed import ONE, Processes
 from .modeling import load_for_training, resolve_model
 from .render import sft_example
 
@@ -59,14 +60,14 @@ def build_dataset(store, tokenizer: Any, cfg: SFTConfig):
 
 class SFTRun:
     def __init__(self, store, cfg: SFTConfig, *, run_id: str | None = None,
-                 on_progress: Callable[[int, int, dict], None] | None = None):
-        self.store, self.cfg, self.on_progress = store, cfg, on_progress
-        if run_id is None:
+                 on_progress: Callable[[int, int, dict], None] | None = None, processes: Processes = ONE):
+        self.store, self.cfg, self.on_progress, self.processes = store, cfg, on_progress, processes
+        if run_id is None and processes.is_main:
             run_id = new_id("sft")
-            self.run_dir = store.data_dir / "runs" / run_id
-            store.runs.create("sft", asdict(cfg), name=cfg.name, dir=str(self.run_dir), run_id=run_id)
-        else:
-            self.run_dir = Path(store.runs.get(run_id)["dir"])
+            store.runs.create("sft", asdict(cfg), name=cfg.name, dir=str(store.data_dir / "runs" / run_id),
+                              run_id=run_id)
+        run_id = processes.broadcast(run_id)  # the main process made the run; the others train under its id
+        self.run_dir = Path(store.runs.get(run_id)["dir"])
         self.run_id = run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -92,7 +93,8 @@ class SFTRun:
         adapter = resolve_adapter(cfg.adapter, store) if cfg.adapter else None
         model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=adapter,
                                                lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
-                                               lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save, device=cfg.device)
+                                               lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save,
+                                               device=self.processes.device or cfg.device)
         data = build_dataset(store, tok, cfg)
         bf16 = device.startswith("cuda") and "bfloat16" in str(pick_dtype(device))
         args = TRLSFTConfig(
@@ -101,12 +103,19 @@ class SFTRun:
             max_grad_norm=cfg.max_grad_norm, logging_steps=1, save_strategy="steps", save_steps=cfg.save_every,
             use_cpu=device == "cpu", bf16=bf16, report_to=[], seed=cfg.seed, max_length=cfg.max_seq_len,
             disable_tqdm=True, lr_scheduler_type="constant", save_only_model=False, dataloader_num_workers=0,
+            gradient_accumulation_steps=cfg.grad_accum,
+            # several processes (accelerate launched them): DDP, or FSDP with `fsdp`; gloo where there is no GPU
+            ddp_backend="gloo" if device == "cpu" and self.processes.world_size > 1 else None,
+            fsdp="full_shard auto_wrap" if cfg.fsdp else "", fsdp_config={"use_orig_params": True} if cfg.fsdp else None,
         )
         outer = self
+        main = self.processes.is_main  # only the main process writes to the store
 
         class ToStore(TrainerCallback):
             def on_log(self, args, state, control, logs=None, **kw):
                 vals = {k: v for k, v in (logs or {}).items() if isinstance(v, (int, float))}
+                if not main:
+                    return
                 if vals:
                     store.runs.log_metrics(run_id, state.global_step, vals)
                 if outer.on_progress:
@@ -115,7 +124,7 @@ class SFTRun:
             def on_save(self, args, state, control, **kw):
                 path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 f = path / "adapter_model.safetensors"
-                if f.is_file():
+                if main and f.is_file():
                     store.runs.add_checkpoint(run_id, state.global_step, str(path), sha256_file(f),
                                               state={"format": "transformers-trainer"})
 
@@ -130,7 +139,10 @@ class SFTRun:
             trainer.remove_callback(cb)
         latest = store.runs.latest_checkpoint(run_id)
         resume = latest["path"] if latest and Path(latest["path"]).is_dir() else None
-        store.runs.start(run_id)
+        if main:
+            store.runs.start(run_id)
+            config = store.runs.get(run_id)["config"]
+            store.runs.update(run_id, config={**config, "world_size": self.processes.world_size})
         old = None
         if threading.current_thread() is threading.main_thread():
             old = signal.signal(signal.SIGTERM, lambda *_: self._stop.set())
@@ -139,10 +151,12 @@ class SFTRun:
         except KeyboardInterrupt:
             self._stop.set()
             trainer.save_model(str(self.run_dir / "interrupted"))
-            store.runs.finish(run_id, "stopped")
+            if main:
+                store.runs.finish(run_id, "stopped")
             raise
         except BaseException as exc:
-            store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
+            if main:
+                store.runs.finish(run_id, "failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
             if old is not None:
@@ -151,6 +165,8 @@ class SFTRun:
         trainer.save_model(str(final))
         status = "stopped" if self._stop.is_set() else "done"
         summary = {"adapter": str(final), "examples": len(data), "steps": trainer.state.global_step,
-                   "train_loss": float(out.training_loss), "status": status}
-        store.runs.finish(run_id, status, summary=summary)
+                   "train_loss": float(out.training_loss), "status": status,
+                   "world_size": self.processes.world_size}
+        if main:
+            store.runs.finish(run_id, status, summary=summary)
         return summary

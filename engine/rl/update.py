@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 
-from .objective import TokenSequence, collate, grpo_loss, sequence_logprobs, tis_weights
+from .distributed import ONE, Processes
+from .objective import TokenSequence, collate, grpo_loss, tis_weights
 
 
 @dataclass
@@ -29,10 +31,10 @@ class UpdateStats:
 
 
 def grpo_update(
-    model: Any, optimizer: torch.optim.Optimizer, seqs: Sequence[TokenSequence], advantages: Sequence[float],
+    scorer: Any, optimizer: torch.optim.Optimizer, seqs: Sequence[TokenSequence], advantages: Sequence[float],
     weights: Sequence[float], *, clip_low: float = 0.2, clip_high: float = 0.28, kl_coef: float = 0.0,
-    temperature: float = 1.0, micro_batch: int = 4, mu: int = 1, max_grad_norm: float = 1.0, pad_id: int = 0,
-    device: str = "cpu", tis_cap: float = 2.0, logprob_chunk: int = 1024,
+    micro_batch: int = 4, mu: int = 1, max_grad_norm: float = 1.0, pad_id: int = 0, device: str = "cpu",
+    tis_cap: float = 2.0, processes: Processes = ONE,
 ) -> UpdateStats:
     """``mu`` passes of: token-mean clipped loss over every model token of the trajectories with weight > 0,
     accumulated over micro-batches, then one clipped optimizer step. Trajectories with weight 0 (skipped
@@ -40,65 +42,82 @@ def grpo_update(
     log-prob before the update (the first pass's, detached); the sampler's log-probs enter only through the
     truncated importance weights min(π_trainer / π_sampler, ``tis_cap``), measured on the first pass. The KL to
     the base model (adapter disabled) is measured on every micro-batch when it is part of the loss, else on the
-    first one only (for the collapse watch)."""
+    first one only (for the collapse watch).
+
+    ``scorer`` is the policy's :class:`~.distributed.TokenLogProbs` (as :meth:`Processes.prepare` returns it;
+    its temperature is the sampling temperature, so ratios compare like with like). With several
+    ``processes`` each passes its own share of the batch and the token mean is over the whole batch: the
+    normalizer is the total over processes, and DDP's mean of the gradients times the world size is their sum
+    — the same update as one process taking the whole batch. Statistics are over the whole batch too."""
+    model = processes.unwrap(scorer).model
     keep = [i for i, w in enumerate(weights) if w > 0 and seqs[i].model_tokens > 0]
     stats = UpdateStats()
-    if not keep:
+    normalizer = processes.total(sum(weights[i] * seqs[i].model_tokens for i in keep))
+    if normalizer <= 0:
         return stats
-    normalizer = sum(weights[i] * seqs[i].model_tokens for i in keep)
-    stats.trained_trajectories = len(keep)
-    stats.trained_tokens = sum(seqs[i].model_tokens for i in keep)
-    chunks = [keep[j:j + micro_batch] for j in range(0, len(keep), micro_batch)]
-    model.train()
-    totals = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "kl_n": 0, "clip": 0.0, "ratio": 0.0, "n": 0}
+    stats.trained_trajectories = int(processes.total(len(keep)))
+    stats.trained_tokens = int(processes.total(sum(seqs[i].model_tokens for i in keep)))
+    # a process without trajectories of its own still takes part in every gradient exchange, with a zero loss
+    chunks = [keep[j:j + micro_batch] for j in range(0, len(keep), micro_batch)] or [[]]
+    scale = float(processes.world_size)  # DDP averages the gradients of the processes: undo it, to sum them
+    scorer.train()
+    totals = {"loss": 0.0, "pg": 0.0, "kl": 0.0, "kl_n": 0.0, "clip": 0.0, "ratio": 0.0, "n": 0.0}
     # per micro-batch: the trainer's log-probs before the update and the importance weights (first pass)
     before: list[tuple[torch.Tensor, torch.Tensor]] = []
     for k in range(mu):
         optimizer.zero_grad(set_to_none=True)
         for j, idx in enumerate(chunks):
-            batch = collate([seqs[i] for i in idx], [advantages[i] for i in idx], [weights[i] for i in idx], pad_id)
-            ids, att = batch.input_ids.to(device), batch.attention_mask.to(device)
-            mask = batch.loss_mask.to(device)
-            new_lp = sequence_logprobs(model, ids, att, temperature, logprob_chunk)
-            if k == 0:
-                mm = tis_weights(new_lp.detach(), batch.old_logprobs.to(device), mask, tis_cap)
-                before.append((new_lp.detach(), mm.weights))
-                stats.sampler_logp_diff += mm.abs_diff
-                stats.sampler_kl += mm.kl
-                stats.tis_capped += mm.capped
-                stats.sampler_tokens += mm.tokens
-            ref_lp = None
-            if kl_coef > 0 or totals["kl_n"] == 0:
-                with torch.no_grad(), model.disable_adapter():
-                    ref_lp = sequence_logprobs(model, ids, att, temperature, logprob_chunk)
-            loss, ls = grpo_loss(
-                new_lp, before[j][0], batch.advantages.to(device), mask, weights=batch.weights.to(device),
-                clip_low=clip_low, clip_high=clip_high, ref_logprobs=ref_lp, kl_coef=kl_coef, normalizer=normalizer,
-                is_weights=before[j][1],
-            )
-            loss.backward()
-            totals["loss"] += ls.loss
-            totals["pg"] += ls.pg_loss
-            if ref_lp is not None:
-                totals["kl"] += ls.kl * ls.tokens
-                totals["kl_n"] += ls.tokens
-            totals["clip"] += ls.clip_fraction * ls.tokens
-            totals["ratio"] += ls.ratio_mean * ls.tokens
-            totals["n"] += ls.tokens
-        params = [p for p in model.parameters() if p.requires_grad]
-        stats.grad_norm = float(torch.nn.utils.clip_grad_norm_(params, max_grad_norm).item())
+            with processes.no_sync(scorer) if j < len(chunks) - 1 else nullcontext():
+                if not idx:
+                    ids = torch.full((1, 2), pad_id, dtype=torch.long, device=device)
+                    processes.backward(scorer(ids, torch.ones_like(ids)).sum() * 0.0)
+                    continue
+                batch = collate([seqs[i] for i in idx], [advantages[i] for i in idx], [weights[i] for i in idx],
+                                pad_id)
+                ids, att = batch.input_ids.to(device), batch.attention_mask.to(device)
+                mask = batch.loss_mask.to(device)
+                new_lp = scorer(ids, att)
+                if k == 0:
+                    mm = tis_weights(new_lp.detach(), batch.old_logprobs.to(device), mask, tis_cap)
+                    before.append((new_lp.detach(), mm.weights))
+                    stats.sampler_logp_diff += mm.abs_diff
+                    stats.sampler_kl += mm.kl
+                    stats.tis_capped += mm.capped
+                    stats.sampler_tokens += mm.tokens
+                ref_lp = None
+                if kl_coef > 0 or totals["kl_n"] == 0:
+                    with torch.no_grad(), model.disable_adapter():
+                        ref_lp = scorer(ids, att)
+                loss, ls = grpo_loss(
+                    new_lp, before[j][0], batch.advantages.to(device), mask, weights=batch.weights.to(device),
+                    clip_low=clip_low, clip_high=clip_high, ref_logprobs=ref_lp, kl_coef=kl_coef,
+                    normalizer=normalizer, is_weights=before[j][1],
+                )
+                processes.backward(loss * scale)
+                totals["loss"] += ls.loss
+                totals["pg"] += ls.pg_loss
+                if ref_lp is not None:
+                    totals["kl"] += ls.kl * ls.tokens
+                    totals["kl_n"] += ls.tokens
+                totals["clip"] += ls.clip_fraction * ls.tokens
+                totals["ratio"] += ls.ratio_mean * ls.tokens
+                totals["n"] += ls.tokens
+        params = [p for p in scorer.parameters() if p.requires_grad]
+        stats.grad_norm = processes.clip_grad_norm(params, max_grad_norm)
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    totals = {key: processes.total(value) for key, value in totals.items()}
     n = max(totals["n"], 1)
     stats.loss = totals["loss"] / mu
     stats.pg_loss = totals["pg"] / mu
     stats.kl = totals["kl"] / max(totals["kl_n"], 1)
     stats.clip_fraction = totals["clip"] / n
     stats.ratio_mean = totals["ratio"] / n
-    compared = max(stats.sampler_tokens, 1)
-    stats.sampler_logp_diff /= compared
-    stats.sampler_kl /= compared
-    stats.tis_capped /= compared
+    compared = max(processes.total(stats.sampler_tokens), 1)
+    stats.sampler_logp_diff = processes.total(stats.sampler_logp_diff) / compared
+    stats.sampler_kl = processes.total(stats.sampler_kl) / compared
+    stats.tis_capped = processes.total(stats.tis_capped) / compared
+    stats.sampler_tokens = int(compared)
     return stats
 
 

@@ -17,8 +17,10 @@ JOB_ID_VARIABLE = "SANDMLE_JOB_ID"
 
 
 class Context:
-    def __init__(self, debug: bool = False):
+    def __init__(self, debug: bool = False, argv: list[str] | None = None):
         self.debug = debug
+        #: the command line this command was started with (a command that relaunches itself runs it again)
+        self.argv = list(argv or [])
         #: clear what killed processes left when the store opens (``doctor --deep`` looks at it first)
         self.clear_leftovers = True
         self._store = None

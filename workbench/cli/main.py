@@ -54,8 +54,8 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     With no command, opens the workbench (a terminal UI; works over SSH).
     """
-    open_workbench: Callable[[Store], None] | None = ctx.obj  # given by main(); None: print the help
-    ctx.obj = Context(debug=debug)
+    open_workbench, argv = ctx.obj or (None, [])  # given by main(); no workbench: print the help
+    ctx.obj = Context(debug=debug, argv=argv)
     ctx.call_on_close(ctx.obj.close)
     if ctx.invoked_subcommand is None:
         if open_workbench is None:
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None, *, open_workbench: Callable[[Store], Non
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="sandmle", standalone_mode=False, obj=open_workbench)
+        cli.main(args=args, prog_name="sandmle", standalone_mode=False, obj=(open_workbench, list(args)))
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

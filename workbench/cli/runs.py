@@ -110,17 +110,21 @@ def resume(ctx: Context, run_id: str, as_json: bool) -> None:
     if row["status"] == "running" and _alive(row) and int(row["pid"]) != os.getpid():
         raise TrainingError(f"run {row['id']} is still running (pid {row['pid']})", hint="stop it first")
     if row["kind"] == "grpo":
+        from engine.rl.config import GRPOConfig, config_from_dict
         from engine.rl.grpo import GRPOTrainer
 
-        from .train import _run_grpo
+        from .train import _run_grpo, launch_processes
 
-        _run_grpo(GRPOTrainer.resume(ctx.store, row["id"]), as_json)
+        processes = launch_processes(ctx, config_from_dict(GRPOConfig, row["config"]))
+        _run_grpo(GRPOTrainer.resume(ctx.store, row["id"], on_lost=warn, processes=processes), as_json)
     elif row["kind"] == "sft":
+        from engine.rl.config import SFTConfig, config_from_dict
         from engine.rl.sft import SFTRun
 
-        from .train import _run_sft
+        from .train import _run_sft, launch_processes
 
-        _run_sft(SFTRun.resume(ctx.store, row["id"]), as_json)
+        processes = launch_processes(ctx, config_from_dict(SFTConfig, row["config"]))
+        _run_sft(SFTRun.resume(ctx.store, row["id"], processes=processes), as_json)
     elif row["kind"] == "eval":
         from engine.eval.run import missing_episodes, resume_eval
 

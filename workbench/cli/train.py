@@ -13,7 +13,7 @@ import click
 from engine.rl import recipe
 from engine.rl.config import GRPOConfig, SFTConfig
 
-from .common import Context, emit_json, pass_ctx, progress
+from .common import Context, emit_json, pass_ctx, progress, warn
 
 
 def _click_type(tp: Any) -> tuple[Any, bool, bool]:
@@ -88,14 +88,31 @@ def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> Non
     from engine.rl.grpo import GRPOTrainer
 
     cfg = load_config(GRPOConfig, config_file, _overrides(GRPOConfig, kw))
-    trainer = GRPOTrainer(ctx.store, cfg, run_id=_job_run(ctx.store, "grpo", cfg))
+    processes = launch_processes(ctx, cfg)
+    run_id = _job_run(ctx.store, "grpo", cfg) if processes.is_main else None
+    trainer = GRPOTrainer(ctx.store, cfg, run_id=run_id, on_lost=warn, processes=processes)
     _run_grpo(trainer, as_json)
+
+
+def launch_processes(ctx: Context, cfg: Any):
+    """This process's place in the training run: with ``--processes N`` (N > 1) outside a launch, the command runs
+    again in N processes under accelerate (this one waits and exits with their code); inside a launch (that one,
+    or the user's own `accelerate launch`) the processes of the launch; otherwise a run of one process."""
+    from engine.rl.distributed import Processes, relaunch, world_size_from_env
+
+    if cfg.processes > 1 and world_size_from_env() <= 1:
+        raise SystemExit(relaunch(cfg.processes, ctx.argv))
+    return Processes.from_env(fsdp=cfg.fsdp, device=cfg.device)
 
 
 def _run_grpo(trainer, as_json: bool) -> None:
     """Run (or resume) a GRPO run in the foreground. Exit code 130 when Ctrl-C stopped it, 143 when a stop request
     (`sandmle runs stop`, SIGTERM) did — both after the checkpoint — so scripts can tell a finished run apart."""
-    click.echo(f"run {trainer.run_id}", err=True)
+    if not trainer.processes.is_main:  # the main process reports for all
+        trainer.train()
+        return
+    click.echo(f"run {trainer.run_id}" + (f" ({trainer.processes.world_size} processes)"
+                                          if trainer.processes.world_size > 1 else ""), err=True)
     trainer.setup()
     bar = progress(trainer.cfg.steps, f"grpo {trainer.run_id}")
     bar.update(trainer.start_step - 1)
@@ -129,10 +146,15 @@ def sft(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None
     from engine.rl.sft import SFTRun
 
     cfg = load_config(SFTConfig, config_file, _overrides(SFTConfig, kw))
-    _run_sft(SFTRun(ctx.store, cfg, run_id=_job_run(ctx.store, "sft", cfg)), as_json)
+    processes = launch_processes(ctx, cfg)
+    run_id = _job_run(ctx.store, "sft", cfg) if processes.is_main else None
+    _run_sft(SFTRun(ctx.store, cfg, run_id=run_id, processes=processes), as_json)
 
 
 def _run_sft(run, as_json: bool) -> None:
+    if not run.processes.is_main:  # the main process reports for all
+        run.train()
+        return
     click.echo(f"run {run.run_id}", err=True)
     state = types.SimpleNamespace(bar=None, seen=0)
 

@@ -49,8 +49,11 @@ def show(ctx: Context, trajectory_id: str, as_json: bool) -> None:
         emit_json(traj.to_dict())
         return
     click.echo(f"{traj.id} · {traj.env_id} · {traj.policy} · {traj.scaffold} · reward {traj.reward:.3f}")
+    if traj.staleness is not None:
+        click.echo(f"GRPO step {traj.step}: trained {traj.staleness} update(s) after the weights that sampled it")
     for i, t in enumerate(traj.turns):
-        click.echo(f"--- [{i}] {t.role}" + (f" · {t.tool}" if t.tool else ""))
+        click.echo(f"--- [{i}] {t.role}" + (f" · {t.tool}" if t.tool else "")
+                   + (f" · policy v{t.policy_version}" if t.policy_version is not None else ""))
         click.echo(t.text)
 
 
