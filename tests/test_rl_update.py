@@ -118,8 +118,8 @@ def test_kl_is_measured_without_entering_the_loss(tiny_dir):
     model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
     seqs = [build_sequence(_turns(tok, code)) for code in ("model = LogisticRegression()\n", "x = 1\n")]
     opt = make_optimizer(model, lr=5e-2)
-    grpo_update(model, opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
-    st = grpo_update(model, opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    grpo_update(TokenLogProbs(model), opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    st = grpo_update(TokenLogProbs(model), opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
     assert st.kl > 0
     assert st.loss == pytest.approx(st.pg_loss)
 

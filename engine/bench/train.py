@@ -3,10 +3,9 @@ the update (``--max-staleness 1``), side by side in one run, with the staleness 
 curves (does overlapping cost learning?).
 
 Setup (a temporary store, the pieces of ``bench learn``): environments synthesized from two shipped seeds, the
-learnable tiny model, scripted demonstrations and a short SFT; then GRPO from the SFT adapter, the same config and
-seed for both modes (2 environments × a group of 4 per step, 8 rollout workers, react, up to 6 turns), the modes
-interleaved over rounds (0, 1, 0, 1, …) so load on the machine hits both alike; each mode's figures are the median
-of its rounds.
+``tiny`` model, the mixed teacher's demonstrations and a short SFT; then GRPO from the SFT adapter with tiny's recipe
+(2 environments × a group of 4 per step, react), the same config and seed for both modes, the modes interleaved over
+rounds (0, 1, 0, 1, …) so load on the machine hits both alike; each mode's figures are the median of its rounds.
 
 torch runs on one intra-op thread: the rollouts' sampler and the update then each take one core, which is what
 the overlap can use on a 2-core machine (on a GPU server: the trainer's GPU and the sampler's)."""
@@ -23,19 +22,21 @@ from typing import Any
 
 from store import Store
 
-from ..rl.config import GRPOConfig
+from ..agents.policies import tiny
+from ..rl.config import GRPOConfig, load_config
 from ..rl.grpo import GRPOTrainer
 from . import BenchResult
 from ._plot import line_plot
-from .learn import LearnPlan, build_model, collect_demos, make_envs, train_sft
+from .learn import LearnPlan, collect_demos, make_envs, train_sft
 
 TARGET_SPEEDUP = 1.5
 TORCH_THREADS = 1
 #: rollout workers in both modes: room for two steps' rollouts at once, which only the overlapped mode can fill
 WORKERS = 16
-PLAN = LearnPlan(train_seeds=["tabular-binary-manufacturing", "pizza-requests"], heldout_seeds=["leaf-species"],
-                 envs_per_seed=1, demo_skills=(0.2, 0.6, 1.0), demos_per_skill=2, sft_epochs=10, grpo_steps=6,
-                 envs_per_step=2, group_size=4, eval_seeds=[0])
+PLAN = LearnPlan(train_seeds=("tabular-binary-manufacturing", "pizza-requests"), heldout_seeds=("leaf-species",),
+                 train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=2, sft_epochs=4, grpo_steps=6,
+                 eval_seeds=(0,))
+QUICK = replace(PLAN, demos_per_teacher=1, sft_epochs=1, grpo_steps=2)
 
 
 @dataclass
@@ -51,16 +52,12 @@ def _log(msg: str) -> None:
     print(f"[train {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def grpo_run(bs: Store, plan: LearnPlan, model_dir: Path, adapter: str, steps: int, mode: Mode,
-             seed: int) -> dict[str, Any]:
-    """One GRPO run from the SFT adapter: its wall time and per-step metrics."""
-    cfg = GRPOConfig(model=str(model_dir), adapter=adapter, steps=steps, envs_per_step=plan.envs_per_step,
-                     group_size=plan.group_size, env_split="train", max_turns=plan.max_turns,
-                     max_new_tokens=plan.max_new_tokens, temperature=plan.temperature, lr=plan.grpo_lr, lora_r=16,
-                     lora_alpha=32, lora_modules_to_save=["norm"], micro_batch=2, max_seq_len=2048,
-                     save_every=steps, rollout_workers=WORKERS, step_timeout_s=120,
-                     episode_timeout_s=600, seed=seed, max_staleness=mode.max_staleness, device="cpu",
-                     name=mode.label)
+def grpo_run(bs: Store, adapter: str, steps: int, mode: Mode, seed: int) -> dict[str, Any]:
+    """One GRPO run from the SFT adapter (tiny's recipe; one checkpoint, at the end): its wall time and per-step
+    metrics."""
+    cfg = load_config(GRPOConfig, None, {"model": tiny.NAME, "adapter": adapter, "steps": steps, "seed": seed,
+                                         "env_split": "train", "save_every": steps, "rollout_workers": WORKERS,
+                                         "max_staleness": mode.max_staleness, "device": "cpu", "name": mode.label})
     trainer = GRPOTrainer(bs, cfg)
     t0 = time.perf_counter()
     summary = trainer.train()
@@ -75,14 +72,14 @@ def grpo_run(bs: Store, plan: LearnPlan, model_dir: Path, adapter: str, steps: i
             "rollout_s": statistics.fmean(per_step("rollout_s")), "update_s": statistics.fmean(per_step("update_s")),
             "reward": per_step("reward_mean"), "staleness_mean": statistics.fmean(lags) if lags else 0.0,
             "stale_share": sum(lag > 0 for lag in lags) / max(len(lags), 1), "refused": sum(per_step("stale")),
-            "trajectories": len(lags)}
+            "trajectories": len(lags), "rollouts_per_step": cfg.envs_per_step * cfg.group_size}
 
 
 def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, **_: Any) -> BenchResult:
     import torch  # heavy optional dependency
 
-    steps, rounds = (2, 1) if quick else (PLAN.grpo_steps, 2)
-    plan = replace(PLAN, sft_epochs=1, demo_skills=(1.0,)) if quick else PLAN
+    plan = QUICK if quick else PLAN
+    steps, rounds = plan.grpo_steps, 1 if quick else 2
     threads = torch.get_num_threads()
     torch.set_num_threads(TORCH_THREADS)
     t0 = time.monotonic()
@@ -90,14 +87,13 @@ def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, *
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-train-") as tmp:
         bs = Store(Path(tmp) / "bench.db")
         try:
-            train_ids = make_envs(bs, plan, seed)[0]
-            model_dir = build_model(bs, plan, Path(tmp), train_ids, seed)
-            demo_run = collect_demos(bs, plan, train_ids)[0]
-            sft_summary = train_sft(bs, plan, model_dir, demo_run, seed)[1]
+            train_ids = make_envs(bs, plan, seed, _log)[0]
+            collect_demos(bs, plan, train_ids)
+            sft, sft_summary = train_sft(bs, plan, seed)
             _log(f"setup done in {time.monotonic() - t0:.0f}s (SFT loss {sft_summary['train_loss']:.3f})")
             for r in range(rounds):
                 for mode in MODES:
-                    runs[mode.label].append(grpo_run(bs, plan, model_dir, sft_summary["adapter"], steps, mode, seed))
+                    runs[mode.label].append(grpo_run(bs, sft.run_id, steps, mode, seed))
                     _log(f"round {r + 1} {mode.label}: {runs[mode.label][-1]['wall_s']:.0f}s")
         finally:
             bs.close()
@@ -122,13 +118,13 @@ def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, *
                     ylabel="mean reward (mean over rounds)")
     summary = {"speedup": speedup, "target_speedup": TARGET_SPEEDUP, "met": speedup >= TARGET_SPEEDUP,
                "reward_curves": curves, "steps": steps, "rounds": rounds, "torch_threads": TORCH_THREADS,
-               "rollouts_per_step": plan.envs_per_step * plan.group_size, "plot": str(png),
+               "rollouts_per_step": runs[MODES[0].label][0]["rollouts_per_step"], "plot": str(png),
                "total_s": round(time.monotonic() - t0, 1)}
     return BenchResult("train", rows, summary, notes=[
-        f"tiny learnable model (bench learn's: Qwen3 hidden {plan.hidden}, {plan.layers} layers, macro tokens) "
-        f"after a short SFT on scripted demonstrations; GRPO {steps} steps × {plan.envs_per_step} environments × "
-        f"{plan.group_size} rollouts (react, ≤{plan.max_turns} turns), {plan.envs_per_step * plan.group_size} "
-        f"rollout workers, torch on {TORCH_THREADS} thread; {rounds} round(s), modes interleaved, medians",
+        f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) after a short SFT on the mixed "
+        f"teacher's demonstrations; GRPO with tiny's recipe, {steps} steps × "
+        f"{summary['rollouts_per_step']} rollouts (react), {WORKERS} rollout workers, torch on {TORCH_THREADS} "
+        f"thread; {rounds} round(s), modes interleaved, medians",
         "rollout_wait_s = time the trainer waited for a step's rollouts (with overlap most of them ran during the "
         "previous update); staleness_mean / stale_share over the trained trajectories (updates between the "
         "sampling and the trained weights); refused = trajectories staler than max_staleness (masked)",
