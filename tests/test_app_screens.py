@@ -194,6 +194,12 @@ async def test_training_curves_pick_up_a_new_point_and_rollouts_compare(demo):
         assert curves.view == "loss" and curves.names() == ["loss"]
         await pilot.press("m")
         assert curves.view == "rates"
+        info = app.screen.query_one("#run-info")
+        assert "⚠" not in static_text(info)
+        # GRPO flags a collapse in its metrics: the run's line says so while the run goes on
+        code = "from store import Store; s = Store(); s.runs.log_metrics('grpo-live', 3, {'reward_mean': 0.1, 'collapse': 1.0})"
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+        await wait_for(pilot, lambda: static_text(info).startswith("⚠ possible collapse at step 3 · grpo-live"))
 
 
 async def test_eval_screen_shows_each_run_and_its_table_takes_focus(demo):

@@ -164,7 +164,8 @@ class Workbench(App):
         self._last_reload = time.monotonic()
         self._stale = False
         screen = self.screen
-        if isinstance(screen, BaseScreen) and screen.loaded_version >= 0:  # it has loaded once: composed
+        # it has loaded once (composed), and the app is not shutting down (its screens lose their widgets first)
+        if isinstance(screen, BaseScreen) and screen.loaded_version >= 0 and self.is_running:
             screen.refresh_data()
 
     def action_refresh_screen(self) -> None:

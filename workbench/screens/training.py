@@ -100,16 +100,24 @@ class TrainingScreen(BaseScreen):
         cfg = run.get("config") or {}
         envs = f"{len(cfg['env_ids'])} envs" if cfg.get("env_ids") else f"split {cfg.get('env_split', '?')}"
         cost = fmt_cost(run_cost(self.store, run))
-        warnings = (run.get("summary") or {}).get("warnings") or []
-        info.update((f"[yellow]⚠ {escape(str(warnings[-1]))}[/] · " if warnings else "")
-                    + f"{run['id']} · {run['status']} · {cfg.get('model', cfg.get('policy', '?'))}"
-                    + (" + adapter" if cfg.get("adapter") else "") + f" · {envs} · G {cfg.get('group_size', '-')} · "
-                    f"ckpt {('step ' + str(ckpt['step'])) if ckpt else '—'} · wall {fmt_duration(wall_seconds(run))}"
-                    + (f" · {cost}" if cost else "") + (f" · [red]{run['error'][:60]}[/]" if run.get("error") else ""))
         points = self.store.runs.metric_points(run["id"])
         if points != self._points:
             self._points = points
             self.curves.show(self.store.runs.metrics(run["id"]), short_id(run["id"], 16))
+        info.update(self.warning(run)
+                    + f"{run['id']} · {run['status']} · {cfg.get('model', cfg.get('policy', '?'))}"
+                    + (" + adapter" if cfg.get("adapter") else "") + f" · {envs} · G {cfg.get('group_size', '-')} · "
+                    f"ckpt {('step ' + str(ckpt['step'])) if ckpt else '—'} · wall {fmt_duration(wall_seconds(run))}"
+                    + (f" · {cost}" if cost else "") + (f" · [red]{run['error'][:60]}[/]" if run.get("error") else ""))
+
+    def warning(self, run: dict) -> str:
+        """The info line's prefix when GRPO saw a collapse: the last step its ``collapse`` metric flagged (live, while
+        the run goes on; the full warning is in the run's output and, once it ended, its summary)."""
+        flagged = [step for step, value in self.curves.series.get("collapse", []) if value]
+        if flagged:
+            return f"[yellow]⚠ possible collapse at step {flagged[-1]}[/] · "
+        warnings = (run.get("summary") or {}).get("warnings") or []
+        return f"[yellow]⚠ {escape(str(warnings[-1]))}[/] · " if warnings else ""
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._points = -1
