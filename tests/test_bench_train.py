@@ -4,7 +4,6 @@ the plot (a smoke run, not a timed test)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -24,4 +23,4 @@ def test_bench_train_quick_measures_both_modes_side_by_side(run_cli, home):
     assert isinstance(summary["met"], bool) and summary["target_speedup"] == 1.5
     curves = summary["reward_curves"]
     assert [len(c) for c in curves.values()] == [summary["steps"]] * 2
-    assert Path(summary["plot"]).is_file()
+    assert (home / "bench" / summary["plot"]).is_file()

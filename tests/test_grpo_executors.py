@@ -5,8 +5,11 @@ trained on."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from engine.errors import TrainingError
 from engine.rl.config import GRPOConfig
 from engine.rl.grpo import GRPOTrainer
 
@@ -38,16 +41,36 @@ def _sampled_versions(store, run_id: str) -> dict[int, set[int]]:
 
 
 @pytest.mark.slow
-def test_grpo_rollouts_on_ray_sample_each_published_adapter(store, tiny, local_ray):
-    trainer, summary = _train(store, tiny, steps=2, executor="ray", rollout_workers=2)
-    assert summary["steps_done"] == 2 and store.runs.get(trainer.run_id)["status"] == "done"
-    assert _sampled_versions(store, trainer.run_id) == {1: {0}, 2: {1}}  # each step sampled the latest adapter
-    metrics = store.runs.metrics(trainer.run_id)
+def test_train_grpo_on_ray_samples_each_published_adapter(store, tiny, local_ray, run_cli):
+    env_id = register_tiny_env(store)
+    r = run_cli("train", "grpo", "--executor", "ray", "--rollout-workers", "2", "--steps", "2", "--model", str(tiny),
+                "--env-ids", env_id, "--envs-per-step", "1", "--group-size", str(G), "--max-turns", "2",
+                "--max-new-tokens", "12", "--lora-r", "4", "--equal-group", "downweight", "--device", "cpu",
+                "--json")
+    assert r.code == 0, r.err
+    run = store.runs.get(r.json()["run_id"])
+    assert r.json()["steps_done"] == 2 and run["status"] == "done" and run["config"]["executor"] == "ray"
+    assert _sampled_versions(store, run["id"]) == {1: {0}, 2: {1}}  # each step sampled the latest adapter
+    metrics = store.runs.metrics(run["id"])
     assert metrics["stale"] == [(1, 0.0), (2, 0.0)] and metrics["staleness_max"] == [(1, 0.0), (2, 0.0)]
     assert [v for _, v in metrics["trained_trajectories"]] == [G, G]
     # the published adapters, none kept older than a queued rollout may ask for
-    assert sorted(p.name for p in (trainer.run_dir / "policy").iterdir()) == ["v000001", "v000002"]
-    assert {t.staleness for t in store.trajectories.list(run_id=trainer.run_id)} == {0}
+    assert sorted(p.name for p in (Path(run["dir"]) / "policy").iterdir()) == ["v000001", "v000002"]
+    trajectories = store.trajectories.list(run_id=run["id"])
+    assert {t.staleness for t in trajectories} == {0}
+    assert {t.step: t.policy for t in trajectories} == {1: f"hf:{tiny}", 2: f"hf:{tiny},adapter={run['id']}@1"}
+
+
+def test_the_settings_executor_is_the_default_and_is_stored_with_the_run(store, home, tiny):
+    """No executor in the config: [executor] kind (here process, which cannot serve a vLLM sampler: refused before
+    anything starts); named in the config: that one, stored in the run's config."""
+    env_id = register_tiny_env(store)
+    (home / "config.toml").write_text('[executor]\nkind = "process"\n')
+    with pytest.raises(TrainingError, match="executor = process needs sampler = hf"):
+        GRPOTrainer(store, GRPOConfig(model=str(tiny), env_ids=[env_id], sampler="vllm", lora_modules_to_save=[]))
+    trainer = GRPOTrainer(store, GRPOConfig(model=str(tiny), env_ids=[env_id], executor="local", rollout_workers=1))
+    trainer.close()
+    assert store.runs.get(trainer.run_id)["config"]["executor"] == "local"
 
 
 @pytest.mark.slow

@@ -118,7 +118,7 @@ def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, *
                     ylabel="mean reward (mean over rounds)")
     summary = {"speedup": speedup, "target_speedup": TARGET_SPEEDUP, "met": speedup >= TARGET_SPEEDUP,
                "reward_curves": curves, "steps": steps, "rounds": rounds, "torch_threads": TORCH_THREADS,
-               "rollouts_per_step": runs[MODES[0].label][0]["rollouts_per_step"], "plot": str(png),
+               "rollouts_per_step": runs[MODES[0].label][0]["rollouts_per_step"], "plot": png.name,
                "total_s": round(time.monotonic() - t0, 1)}
     return BenchResult("train", rows, summary, notes=[
         f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) after a short SFT on the mixed "

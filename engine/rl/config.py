@@ -100,8 +100,9 @@ class GRPOConfig(_Common):
     save_every: int = _option(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
     max_staleness: int = _option(0, "policy updates a rollout's sampling weights may lag behind the trained ones: "
                                     "0 = on-policy; 1 = the next step's rollouts sample while this step's update runs")
-    executor: str = _option("local", "who runs rollouts: local (threads sharing the trainer's sampler) | process | "
-                                     "ray (workers load each published adapter)")
+    executor: str | None = _option(None, "who runs rollouts: local (threads sharing the trainer's sampler) | "
+                                         "process | ray (workers load each published adapter; sampler = hf); "
+                                         "default: [executor] kind")
     address: str | None = _option(None, "address of an existing Ray cluster (with executor = ray; default: a local "
                                         "Ray)")
     rollout_workers: int = _option(8, "rollouts in flight at once: their model calls share the sampler's batches "
@@ -164,11 +165,8 @@ class GRPOConfig(_Common):
             raise ValueError(f"max_procs must be >= 1 (got {self.max_procs})")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0 (got {self.max_staleness})")
-        if self.executor not in ("local", "process", "ray"):
+        if self.executor not in (None, "local", "process", "ray"):
             raise ValueError(f"executor must be local, process or ray (got {self.executor!r})")
-        if self.executor != "local" and self.sampler != "hf":
-            raise ValueError("rollout workers of the process and ray executors sample with their own copy of the "
-                             "policy: executor = process | ray needs sampler = hf")
         if self.fsdp:
             raise ValueError("fsdp is for sft: GRPO's update keeps a whole copy of the model on each process (DDP)")
 

@@ -90,6 +90,12 @@ class GRPOTrainer:
                  policy_factory: PolicyFactory | None = None, episode_fn: EpisodeFn | None = None,
                  on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None,
                  on_lost: Callable[[str], None] | None = None, processes: Processes = ONE):
+        settings = load_settings()
+        # the executor of the settings unless the config names one (stored with the run: a resume keeps it)
+        cfg = dataclasses.replace(cfg, executor=cfg.executor or settings.executor.kind)
+        if cfg.executor != "local" and cfg.sampler != "hf":
+            raise TrainingError(f"rollout workers of the {cfg.executor} executor sample with their own copy of the "
+                                f"policy: executor = {cfg.executor} needs sampler = hf")
         self.store, self.cfg, self.processes = store, cfg, processes
         self.policy_factory = policy_factory or default_policy_factory
         self.episode_fn: EpisodeFn = episode_fn or run_episode
@@ -97,8 +103,8 @@ class GRPOTrainer:
         self.workers_lost: list[str] = []
         self.env_ids = select_envs(store, cfg)
         #: where rollout code runs: the settings' [sandbox] with the config's overrides
-        self.sandbox = load_settings().sandbox.override(backend=cfg.sandbox_backend, memory_mb=cfg.memory_mb,
-                                                         max_procs=cfg.max_procs)
+        self.sandbox = settings.sandbox.override(backend=cfg.sandbox_backend, memory_mb=cfg.memory_mb,
+                                                 max_procs=cfg.max_procs)
         #: who runs the rollouts; every worker's sandbox backend starts here (kept warm between episodes): a backend
         #: that cannot start fails before the run is stored
         self.executor: Executor = get_executor(cfg.executor, workers=cfg.rollout_workers, store=store,
