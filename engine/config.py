@@ -62,10 +62,22 @@ class ExecutorSettings(_Section):
     ray_address: str | None = Field(None, description="address of an existing Ray cluster (None: start one)")
 
 
+SynthesisRole = Literal["analyst", "designer", "grader", "engineer", "describer", "reviewer"]
+
+
 class SynthesisSettings(_Section):
     backend: Literal["procedural", "anthropic", "openai"] = Field("procedural", description="LLM backend")
-    max_retries: int = Field(3, ge=0, description="times a failing role is sent back with feedback")
+    max_retries: int = Field(3, ge=0, description="times an answer that fails its role's contract is sent back")
+    max_programs: int = Field(3, ge=1, description="generator programs per scenario before the Designer is asked "
+                                                   "again (K)")
+    max_designs: int = Field(2, ge=1, description="scenarios per environment before it is rejected")
+    generator_timeout_s: float = Field(120.0, gt=0, description="wall-time limit of one generator.py run")
     ladder_seeds: int = Field(2, ge=1, description="RNG seeds each reference solution runs with")
+    models: dict[SynthesisRole, str] = Field(
+        default_factory=dict, description="role → model, overriding the provider's model for that role, e.g. "
+                                          "{reviewer = \"claude-haiku-4-5\"}")
+    max_tokens: int = Field(8192, ge=256, description="longest answer of one role call (a whole generator.py)")
+    max_cost_usd: float | None = Field(None, ge=0, description="stop a synthesis run cleanly once it has spent this")
 
 
 class AnthropicSettings(_Section):
@@ -79,6 +91,9 @@ class OpenAISettings(_Section):
     model: str = Field("Qwen/Qwen3-8B", description="model served by the endpoint")
     base_url: str = Field("http://localhost:8000/v1", description="OpenAI-compatible endpoint (e.g. vLLM)")
     api_key_env: str = Field("OPENAI_API_KEY", description="environment variable holding the key")
+    max_retries: int = Field(4, ge=0, description="SDK retries on 429/5xx with backoff")
+    price_input_per_mtok: float = Field(0.0, ge=0, description="USD per million prompt tokens (0: a local server)")
+    price_output_per_mtok: float = Field(0.0, ge=0, description="USD per million completion tokens")
 
 
 class WorkbenchSettings(_Section):

@@ -73,11 +73,19 @@ class Attempt(TypedDict):
     backend: str | None
     prompt: str | None
     output: str | None
-    verdict: str  #: ok | retry | reject
+    verdict: str  #: ok | retry | reject | refused
     feedback: str | None
     usage: dict[str, JSON]
     wall_s: float | None
     created_at: str
+
+
+class AttemptUsage(TypedDict):
+    """Who spent what: the role, environment and usage (tokens, cost) of an attempt that called an LLM."""
+
+    role: str
+    env_id: str | None
+    usage: dict[str, JSON]
 
 
 #: lists of rows (aliases: inside the class, ``list`` names its ``list`` method)
@@ -85,6 +93,7 @@ EnvironmentRows = list[EnvironmentRow]
 EnvFiles = list[EnvFile]
 Leaderboard = list[LeaderboardEntry]
 Attempts = list[Attempt]
+AttemptUsages = list[AttemptUsage]
 #: the columns given to store or update an environment (a subset of :class:`EnvironmentRow`'s)
 Columns = Mapping[str, object]
 
@@ -247,6 +256,20 @@ class Environments(Repo[EnvironmentRow]):
                 row[key] = dumps(row[key])
         with self.store.transaction() as db:
             return cast(int, db.table("synthesis_attempts").insert(row).last_pk)  # an INTEGER PRIMARY KEY
+
+    def attempt_usage(self, *, seed_id: str | None = None, run_id: str | None = None,
+                      env_id: str | None = None) -> AttemptUsages:
+        """Role, env id and usage of the attempts that called an LLM (cost accounting without the prompts)."""
+        where, params = ["usage LIKE '%\"provider\"%'"], []
+        for col, val in (("seed_id", seed_id), ("run_id", run_id), ("env_id", env_id)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        rows = self.store.query("SELECT role, env_id, usage FROM synthesis_attempts WHERE " + " AND ".join(where)
+                                + " ORDER BY id", tuple(params))
+        for r in rows:
+            r["usage"] = loads(r["usage"], {})
+        return cast(AttemptUsages, rows)
 
     def attempts(self, *, env_id: str | None = None, run_id: str | None = None) -> Attempts:
         if env_id is None and run_id is None:

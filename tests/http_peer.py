@@ -1,49 +1,39 @@
-"""A local JSON-over-HTTP peer on 127.0.0.1 for testing the real Anthropic / OpenAI SDKs (the outermost edge we
-cannot reach from here). Subclasses implement ``answer(path, body) -> (status, payload, headers)``."""
+"""The local stand-in LLM server for tests (the real Anthropic / OpenAI SDKs talk to it over HTTP on 127.0.0.1):
+:class:`JsonPeer` for hand-rolled answers, :class:`StandIn` for both wire formats (``engine/llm/standin.py``), and
+:class:`RolePeer`, which answers each synthesis role from a script of hand-written fixtures and keeps the requests
+each role received."""
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable
+
+from engine.llm.standin import JsonPeer, StandIn, StandInRequest
+from engine.synthesis.roles import role_of
+
+GENERATORS = Path(__file__).resolve().parent / "data" / "generators"
+
+__all__ = ["GENERATORS", "JsonPeer", "RolePeer", "StandIn", "StandInRequest", "fixture"]
 
 
-class JsonPeer:
-    def __init__(self) -> None:
-        self.requests: list[dict] = []
-        self.lock = threading.Lock()
-        peer = self
+def fixture(name: str) -> str:
+    """A hand-written fixture (a generator program, a scenario, a description) from tests/data/generators/."""
+    return (GENERATORS / name).read_text(encoding="utf-8")
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep pytest output clean
-                pass
 
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                with peer.lock:
-                    peer.requests.append({"path": self.path, "body": body, "headers": headers})
-                    status, payload, extra = peer.answer(self.path, body)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                for k, v in extra.items():
-                    self.send_header(k, v)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+class RolePeer(StandIn):
+    """Each role's answers in order (the last one repeats); an answer is a text or a function of the request."""
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+    def __init__(self, script: dict[str, list[str | Callable[[StandInRequest], str]]], *, fail_first: int = 0):
+        super().__init__(self._route, fail_first=fail_first)
+        self.script = script
+        self.by_role: dict[str, list[StandInRequest]] = defaultdict(list)
 
-    def answer(self, path: str, body: dict) -> tuple[int, dict, dict]:
-        raise TypeError(f"{type(self).__name__} must define answer()")
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def _route(self, request: StandInRequest) -> str:
+        role = role_of(request.system)
+        with self.lock:
+            self.by_role[role].append(request)
+            answers = self.script[role]
+            answer = answers[min(len(self.by_role[role]), len(answers)) - 1]
+        return answer(request) if callable(answer) else answer

@@ -6,20 +6,26 @@ from typing import Any
 
 
 def run_cost(store, run: dict[str, Any]) -> float:
-    """USD spent on LLM APIs by a run: synthesis attempts record their cost; episodes of an ``anthropic:`` policy
-    record their tokens, priced with the synthesis backends' price table. 0 where no API was used."""
+    """USD spent on LLM APIs by a run: synthesis attempts and the episodes of ``anthropic:`` / ``openai:`` policies
+    record their cost (``engine.llm``); an older Claude episode with tokens but no cost is priced by the Anthropic
+    price table. 0 where no API was used."""
     if run["kind"] == "synthesis":
         return sum(float((a.get("usage") or {}).get("cost_usd") or 0) for a in store.envs.attempts(run_id=run["id"]))
-    if not str((run.get("config") or {}).get("policy", "")).startswith("anthropic:"):
+    if not str((run.get("config") or {}).get("policy", "")).startswith(("anthropic:", "openai:")):
         return 0.0  # a local model: nothing paid (and no need to read every episode)
-    from engine.synthesis.llm.base import cost_usd
+    from engine.llm.base import anthropic_price, cost_usd
 
     total = 0.0
     for t in store.trajectories.list(run_id=run["id"]):
         usage = t.state.get("usage")
-        if isinstance(usage, dict):
-            total += cost_usd(t.policy.split(":", 1)[1], int(usage.get("input_tokens") or 0),
-                              int(usage.get("output_tokens") or 0))
+        if not isinstance(usage, dict):
+            continue
+        if "cost_usd" in usage or not t.policy.startswith("anthropic:"):
+            total += float(usage.get("cost_usd") or 0)
+        else:
+            price = anthropic_price(t.policy.split(":", 1)[1])
+            total += cost_usd(price, input_tokens=int(usage.get("input_tokens") or 0),
+                              output_tokens=int(usage.get("output_tokens") or 0))
     return total
 
 

@@ -82,9 +82,13 @@ def delete_env(store, env_id: str) -> dict[str, Any]:
     return row
 
 
+#: files synthesis writes beside the generator's output (the description and the grading spec)
+PIPELINE_FILES = ("public/description.md", "private/grade.json")
+
+
 def regenerate(env_dir: str | Path, out: str | Path | None = None, rng_seed: int | None = None) -> dict[str, str]:
     """Re-run an environment's generator.py (a plain subprocess; the code is ours, stored with the env) into
-    ``out`` and return {relative path: sha256} of what it wrote."""
+    ``out`` and return {relative path: sha256} of the data it wrote (not :data:`PIPELINE_FILES`)."""
     env_dir = Path(env_dir)
     meta = json.loads((env_dir / "env.json").read_text())
     seed = rng_seed if rng_seed is not None else meta["rng_seed"]
@@ -93,8 +97,11 @@ def regenerate(env_dir: str | Path, out: str | Path | None = None, rng_seed: int
                           capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise SandmleError(f"generator.py failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}")
-    return {p.relative_to(out).as_posix(): sha256_file(p) for p in sorted(out.rglob("*")) if p.is_file()}
+    return {p.relative_to(out).as_posix(): sha256_file(p) for p in sorted(out.rglob("*"))
+            if p.is_file() and p.relative_to(out).as_posix() not in PIPELINE_FILES}
 
 
 def stored_hashes(store, env_id: str) -> dict[str, str]:
-    return {f["path"]: f["sha256"] for f in store.envs.files(env_id) if f["role"] in ("public", "private")}
+    """{relative path: sha256} of the stored data files the generator wrote."""
+    return {f["path"]: f["sha256"] for f in store.envs.files(env_id)
+            if f["role"] in ("public", "private") and f["path"] not in PIPELINE_FILES}

@@ -1,75 +1,25 @@
-"""The Analyst's product: a :class:`Blueprint`, the technical DNA of a seed that every synthesized environment
-must keep (modality, task type, metric, class balance, missingness, cardinality, free text, temporal order,
-groups, multi-label structure, shift, media shape) — and the procedural Analyst that extracts it."""
+"""The Analyst's product, a :class:`~engine.synthesis.contracts.Blueprint` (the technical DNA of a seed that every
+synthesized environment must keep), its check against the seed, and the procedural Analyst that extracts it."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import SynthesisError
-from ..grading.metrics import METRICS
+from .contracts import Blueprint
 
 MODALITIES = ("tabular", "text", "image", "timeseries", "audio")
 
-
-@dataclass
-class Blueprint:
-    seed_id: str
-    modality: str
-    task_type: str
-    metric: str
-    lower_is_better: bool
-    n_classes: int = 0  #: classes (multiclass/ordinal/binary) or labels (multilabel); 0 for regression
-    n_targets: int = 1
-    class_balance: float | None = None  #: share of the rarest class / positive label
-    missing_rate: float = 0.0
-    n_numeric: int = 0
-    n_categorical: int = 0
-    high_cardinality: bool = False
-    code_feature: bool = False  #: a fixed-length string code whose characters carry signal
-    free_text: int = 0  #: number of free-text columns
-    text_style: str = "topic"  #: topic | style | quality (what separates the classes)
-    temporal: bool = False
-    groups: bool = False
-    shift: bool = False
-    label_noise: float = 0.0
-    image_size: int = 0
-    sequence_length: int = 0
-    nonnegative_target: bool = False
-    original_train_size: int = 0
-    original_test_size: int = 0
-    notes: str = ""
-    traits: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Blueprint":
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+__all__ = ["Blueprint", "analyze", "check_blueprint"]
 
 
-def check_blueprint(bp: dict[str, Any], seed: dict[str, Any]) -> list[str]:
-    """Problems with a blueprint proposed by a backend (empty list = acceptable)."""
-    problems = []
-    for key in ("modality", "task_type", "metric"):
-        if bp.get(key) != seed[key]:
-            problems.append(f"blueprint {key} {bp.get(key)!r} must equal the seed's {seed[key]!r}")
-    if bp.get("modality") not in MODALITIES:
-        problems.append(f"modality must be one of {MODALITIES}")
-    if bp.get("metric") not in METRICS:
-        problems.append(f"metric {bp.get('metric')!r} is not in the metric library")
-    n = bp.get("n_classes", 0)
-    if seed["task_type"] in ("binary", "multiclass", "ordinal", "multilabel") and (not isinstance(n, int) or n < 2):
+def check_blueprint(bp: Blueprint, seed: dict[str, Any]) -> list[str]:
+    """Where a blueprint (valid under its schema) departs from its seed (empty list = acceptable)."""
+    problems = [f"blueprint {key} {getattr(bp, key)!r} must equal the seed's {seed[key]!r}"
+                for key in ("modality", "task_type", "metric") if getattr(bp, key) != seed[key]]
+    if bp.task_type in ("binary", "multiclass", "ordinal", "multilabel") and bp.n_classes < 2:
         problems.append("n_classes must be an integer >= 2 for a classification task")
-    cb = bp.get("class_balance")
-    if cb is not None and not (0 < float(cb) < 1):
-        problems.append("class_balance must lie in (0, 1)")
-    mr = bp.get("missing_rate", 0.0)
-    if not (0 <= float(mr) < 1):
-        problems.append("missing_rate must lie in [0, 1)")
     return problems
 
 

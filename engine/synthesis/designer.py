@@ -1,9 +1,9 @@
 """The Designer: a new scenario in another domain that keeps the blueprint's difficulty.
 
-A scenario is the semantic half of an environment: domain, entity, title, id/target/feature names and their
-meaning, class names and balance, vocabularies or media settings, sizes. The procedural designer samples it from
-:mod:`engine.synthesis.catalog`; LLM backends propose one as JSON that :func:`check_scenario` validates.
-Near-duplicates of stored environments are rejected by :func:`fingerprint` similarity.
+The procedural designer samples a catalog design from :mod:`engine.synthesis.catalog`: domain, entity, title,
+id/target/feature names and their meaning, class names and balance, vocabularies or media settings, sizes — the
+configuration of the generator template (the typed :class:`~engine.synthesis.contracts.Scenario` keeps it as its
+``recipe``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import numpy as np
 from . import catalog
 from .blueprint import Blueprint
 
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,40}$")
 #: most classes 200 training rows carry with at least 9 rows each (the seed's count is kept up to here)
 MAX_CLASSES = 200 // 9
 #: most numeric features of a tabular scenario (the seed's count is kept up to here)
@@ -320,69 +319,3 @@ def design(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str, Any
     if not (seed.get("hints") or {}).get("id_in_test", True):
         scenario["id_in_test"] = False  # as the seed: the id only in the sample submission, in test.csv's order
     return scenario
-
-
-def fingerprint(scenario: dict[str, Any]) -> str:
-    """Tokens that identify a scenario for near-duplicate rejection (space-separated, sorted)."""
-    toks = {f"domain:{scenario.get('domain', '')}"} | {f"target:{t}" for t in scenario.get("target_columns", [])}
-    tab = scenario.get("tabular") or {}
-    toks |= {f"f:{f['name']}" for f in tab.get("numeric", [])} | {f"c:{c['name']}" for c in tab.get("categorical", [])}
-    toks |= {f"class:{c}" for c in (scenario.get("classes") or [])}
-    toks |= {f"n:{scenario.get('n_train')}"}
-    for key in ("image", "audio", "series"):
-        for k, v in sorted((scenario.get(key) or {}).items()):
-            if isinstance(v, float):
-                v = f"{v:.1g}"
-            toks.add(f"{key}:{k}={v}")
-    for k in ("n_groups", "group_column", "media_column"):
-        if k in scenario:
-            toks.add(f"{k}={scenario[k]}")
-    return " ".join(sorted(toks))
-
-
-def similarity(a: str, b: str) -> float:
-    sa, sb = set(a.split()), set(b.split())
-    return len(sa & sb) / max(1, len(sa | sb))
-
-
-def check_scenario(sc: dict[str, Any], bp: Blueprint) -> list[str]:
-    """Problems with a scenario (from any backend); an empty list means it is usable."""
-    problems = []
-    for key in ("domain", "entity", "title", "id_column", "target_columns", "n_train", "n_test"):
-        if key not in sc:
-            problems.append(f"scenario lacks {key!r}")
-    if problems:
-        return problems
-    names = [sc["id_column"], *sc["target_columns"]]
-    tab = sc.get("tabular") or {}
-    names += [f["name"] for f in tab.get("numeric", [])] + [c["name"] for c in tab.get("categorical", [])]
-    if tab.get("code"):
-        names.append(tab["code"]["name"])
-    for key in ("media_column", "group_column"):
-        if sc.get(key):
-            names.append(sc[key])
-    if sc.get("temporal"):
-        names.append(sc["temporal"]["column"])
-    text = sc.get("text") or {}
-    names += [text[k] for k in ("text_col", "title_col") if text.get(k)]
-    for n in names:
-        if not isinstance(n, str) or not NAME_RE.match(n):
-            problems.append(f"column name {n!r} must match {NAME_RE.pattern}")
-    if len(set(names)) != len(names):
-        problems.append("column names must be unique")
-    if not (50 <= int(sc["n_train"]) <= 200):
-        problems.append(f"n_train {sc['n_train']} must be within 50-200")
-    if not (50 <= int(sc["n_test"]) <= 2000):
-        problems.append(f"n_test {sc['n_test']} must be within 50-2000")
-    if bp.task_type in ("binary", "multiclass", "ordinal", "multilabel"):
-        pr = sc.get("class_priors") or []
-        cl = sc.get("classes") or []
-        if bp.task_type != "multilabel" and len(pr) != len(cl):
-            problems.append("class_priors must have one entry per class")
-        if bp.task_type == "multilabel" and len(pr) != len(sc["target_columns"]):
-            problems.append("class_priors must have one entry per label")
-        if len({str(c) for c in cl}) != len(cl):
-            problems.append("class names must be unique")
-    if bp.modality == "tabular" and not tab.get("numeric"):
-        problems.append("a tabular scenario needs numeric features")
-    return problems

@@ -1,43 +1,55 @@
-"""The synthesis pipeline: Analyst → Designer → Grader → Data engineer → (Grader proof) → Verifier → Reviewer,
-with failures sent back to the role that can fix them a bounded number of times. Every attempt (prompt, output,
-verdict, feedback, usage) is stored, and every environment — verified or rejected, with its reason — too.
+"""The synthesis pipeline: Analyst → Designer → Grader → Data engineer ⇄ (sandbox run, output checks, grader
+proof, Verifier) → Describer ⇄ Reviewer, every failure sent back, with its evidence, to the role that can fix it:
 
-``synthesize(store, seed_id, count)`` runs ``count`` environment attempts on ``workers`` threads (the heavy work
-happens in sandbox subprocesses) and returns a :class:`SynthReport`.
+- an answer that does not validate against its role's contract goes back to that role with the validation errors
+  (``[synthesis] max_retries`` times);
+- a generator program that fails (traceback, timeout, broken layout, a grader it breaks, a verdict with numbers)
+  goes back to the Data engineer with the evidence, next to its own program;
+- after ``max_programs`` refused programs the scenario goes back to the Designer with the reasons
+  (``max_designs`` scenarios at most);
+- a description the Reviewer rejects goes back to the Describer with the reasons.
+
+Every call and every check is a stored attempt (prompt, output, verdict, feedback, tokens, cost, time); every
+environment is stored, verified or rejected with its reason. ``synthesize(store, seed_id, count)`` runs ``count``
+environments on ``workers`` threads (the heavy work happens in sandbox subprocesses) within an optional cost budget.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 
-from ..config import load_settings
-from ..envs.layout import GradeSpec, envs_root, new_build_dir
+from ..config import Settings, SynthesisSettings, load_settings
+from ..envs.layout import envs_root, new_build_dir
 from ..errors import InfrastructureError, SandmleError, SynthesisError
 from ..grading.metrics import METRICS, get_metric
+from ..llm import CostMeter, Usage
 from ..sandbox import Limits, RunMeta, SandboxBackend, get_backend
-from . import prompts
-from .blueprint import Blueprint, check_blueprint
-from .designer import check_scenario, fingerprint, similarity
-from .engineer import build_config, check_output, render_program, run_generator
+from .blueprint import check_blueprint
+from .contracts import ROLE_CONTRACTS, Blueprint, Contract, ContractError, GeneratorProgram, Scenario
+from .diversity import DUPLICATE_SIMILARITY, closest, fingerprint
+from .engineer import check_output, missing_files, run_generator
+from .evidence import Evidence
 from .fidelity import expected_profile
-from .grader import grade_spec, prove
+from .grader import prove
 from .llm import LLMBackend, MalformedOutput, get_llm
-from .record import store_environment
+from .realized import SpecError, blueprint_problems, describe_from_data, infer_spec, summarize
+from .record import Draft, store_environment
 from .reviewer import review
+from .roles import Role, RoleContext, build_request
 from .solutions import with_solution_imports
+from .usage import usage_summary
 from .verifier import verify
-
-DUPLICATE_SIMILARITY = 0.85
 
 
 @dataclass
@@ -50,7 +62,8 @@ class EnvOutcome:
     metric: str = ""
     strong: float | None = None
     trivial: float | None = None
-    attempts: int = 0
+    programs: int = 0  #: generator programs run
+    cost_usd: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -64,6 +77,8 @@ class SynthReport:
     outcomes: list[EnvOutcome] = field(default_factory=list)
     wall_s: float = 0.0
     stopped: bool = False
+    stop_reason: str = ""
+    usage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def verified(self) -> list[EnvOutcome]:
@@ -76,12 +91,13 @@ class SynthReport:
 
     def summary(self) -> dict[str, Any]:
         n_ok, n_err = len(self.verified), len(self.errors)
+        programs = sum(o.programs for o in self.outcomes)
         return {"run_id": self.run_id, "seed_id": self.seed_id, "backend": self.backend,
                 "attempted": len(self.outcomes), "verified": n_ok, "rejected": len(self.outcomes) - n_ok - n_err,
-                "errors": n_err,
-                "wall_s": round(self.wall_s, 2),
+                "errors": n_err, "wall_s": round(self.wall_s, 2),
                 "verified_per_min": round(n_ok / self.wall_s * 60, 2) if self.wall_s > 0 else 0.0,
-                "stopped": self.stopped}
+                "programs": programs, "programs_per_verified": round(programs / n_ok, 2) if n_ok else None,
+                "stopped": self.stopped, "stop_reason": self.stop_reason, "usage": self.usage}
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.summary(), "environments": [o.to_dict() for o in self.outcomes]}
@@ -93,56 +109,102 @@ class _Rejected(Exception):
         self.reason = reason
 
 
+class _BudgetSpent(Exception):
+    """The run's cost budget is gone: the environment stops before its next LLM call."""
+
+
 def derive_seed(*parts: Any) -> int:
     h = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
 
 
-class Synthesizer:
-    """One synthesis batch: shared backend, sandbox, store handle and near-duplicate registry."""
+def metric_problems(metric: str, bp: Blueprint) -> list[str]:
+    if metric not in METRICS:
+        return [f"metric {metric!r} is not in the metric library ({', '.join(sorted(METRICS))})"]
+    want, got = get_metric(bp.metric), get_metric(metric)
+    if (want.prediction, want.lower_is_better) != (got.prediction, got.lower_is_better):
+        return [f"metric {metric!r} does not fit the blueprint's {bp.metric!r} (prediction kind and direction)"]
+    return []
 
-    def __init__(self, store, seed: dict[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
-                 rng_seed: int, max_retries: int = 3, ladder_seeds: int = 2, limits: Limits | None = None):
+
+def scenario_problems(sc: Scenario, bp: Blueprint) -> list[str]:
+    """Where a (schema-valid) scenario departs from the blueprint."""
+    problems = []
+    kinds = {c.type for c in sc.columns}
+    classification = bp.task_type in ("binary", "multiclass", "ordinal")
+    if classification and (not sc.classes or len(sc.classes) < 2):
+        problems.append(f"a {bp.task_type} scenario needs its class labels in 'classes'")
+    if bp.task_type in ("multilabel", "multi_target_regression") and len(sc.target_columns) < 2:
+        problems.append(f"a {bp.task_type} scenario needs at least 2 target columns")
+    if bp.modality in ("image", "audio", "timeseries") and not sc.media_column:
+        problems.append(f"a {bp.modality} scenario needs a media_path column named in 'media_column'")
+    if bp.modality == "text" and "text" not in kinds:
+        problems.append("a text scenario needs at least one column of type 'text'")
+    if bp.modality == "tabular" and len(sc.columns) < 3:
+        problems.append("a tabular scenario needs at least 3 feature columns")
+    return problems
+
+
+class Synthesizer:
+    """One synthesis batch: shared backend, sandbox, store handle, cost meter and near-duplicate registry."""
+
+    def __init__(self, store, seed: dict[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str, rng_seed: int,
+                 settings: SynthesisSettings | None = None, limits: Limits | None = None,
+                 meter: CostMeter | None = None, backend_name: str | None = None):
         self.store, self.seed, self.llm, self.sandbox = store, seed, llm, sandbox
         self.run_id, self.rng_seed = run_id, rng_seed
-        self.max_retries, self.ladder_seeds = max_retries, ladder_seeds
+        self.backend_name = backend_name or llm.name
+        self.settings = settings or SynthesisSettings()
         self.limits = limits or sandbox.default_limits
+        timeout = self.settings.generator_timeout_s
+        self.generator_limits = replace(self.limits, timeout_s=timeout, cpu_s=2 * timeout)
+        self.meter = meter or CostMeter(self.settings.max_cost_usd)
         self._lock = threading.Lock()
-        self._fingerprints = [fp for _, fp in store.envs.fingerprints(seed["id"])]
+        self._fingerprints = store.envs.fingerprints(seed["id"])
+        self._domains = sorted({(e.get("scenario") or {}).get("domain", "") for e in store.envs.list(seed_id=seed["id"])}
+                               - {""})
 
     # ------------------------------------------------------------------ bookkeeping
-    def record(self, env_id: str, role: str, attempt: int, prompt: str, output: Any, verdict: str,
-               feedback: str | None, usage: dict | None, wall_s: float) -> None:
+    def record(self, draft: Draft, role: str, prompt: str, output: Any, verdict: str, feedback: str | None,
+               usage: Usage | None, wall_s: float) -> None:
         self.store.envs.add_attempt({
-            "run_id": self.run_id, "seed_id": self.seed["id"], "env_id": env_id, "role": role, "attempt": attempt,
-            "backend": self.llm.name, "prompt": prompt, "output": output if isinstance(output, str) else
-            json.dumps(output, default=str, sort_keys=True), "verdict": verdict, "feedback": feedback,
-            "usage": usage or {}, "wall_s": round(wall_s, 4)})
+            "run_id": self.run_id, "seed_id": self.seed["id"], "env_id": draft.env_id, "role": role,
+            "attempt": draft.next_call(role), "backend": self.backend_name, "prompt": prompt,
+            "output": output if isinstance(output, str) else json.dumps(output, default=str, sort_keys=True),
+            "verdict": verdict, "feedback": feedback, "usage": usage.to_dict() if usage else {},
+            "wall_s": round(wall_s, 4)})
 
-    def ask(self, env_id: str, role: str, context: dict[str, Any], validate: Callable[[dict], list[str]]) -> dict:
-        """Ask the backend for a role's JSON output; re-ask with feedback on malformed or invalid output."""
-        feedback = None
-        for attempt in range(1, self.max_retries + 2):
-            system, prompt = prompts.render(role, context, feedback)
+    def ask(self, draft: Draft, role: Role, ctx: RoleContext,
+            check: Callable[[Any], list[str]] | None = None) -> Any:
+        """A role's answer under its contract; invalid answers go back with their problems, a bounded number of
+        times. ``check`` adds problems beyond the schema (agreement with the seed, near-duplicates)."""
+        contract: type[Contract] = ROLE_CONTRACTS[role]
+        feedback: list[str] = []
+        tries = self.settings.max_retries + 1
+        for attempt in range(1, tries + 1):
+            if self.meter.exhausted:
+                raise _BudgetSpent()
+            request = build_request(role, ctx, feedback)
             start = time.perf_counter()
+            usage, output, answer = None, "", None
             try:
-                comp = self.llm.complete(role, system, prompt, context={**context, "attempt": attempt})
+                comp = self.llm.complete(request)
+                usage, output = comp.usage, comp.text or comp.data
+                answer = contract.parse(comp.data)
+                feedback = check(answer) if check else []
             except MalformedOutput as exc:
-                feedback = f"{exc}. Answer with one JSON object only."
-                verdict = "retry" if attempt <= self.max_retries else "reject"
-                self.record(env_id, role, attempt, prompt, getattr(exc, "text", ""), verdict, feedback,
-                            getattr(exc, "usage", None), time.perf_counter() - start)
-                continue
-            problems = validate(comp.data)
-            verdict = "ok" if not problems else ("retry" if attempt <= self.max_retries else "reject")
-            feedback = "; ".join(problems) or None
-            self.record(env_id, role, attempt, prompt, comp.text or comp.data, verdict, feedback, comp.usage,
+                usage, output = exc.usage, exc.text
+                feedback = [f"{exc}. Answer with one JSON object only."]
+            except ContractError as exc:
+                feedback = exc.problems
+            if usage is not None:
+                self.meter.charge(usage)
+            verdict = "ok" if not feedback else ("retry" if attempt < tries else "reject")
+            self.record(draft, role, request.prompt, output, verdict, "; ".join(feedback) or None, usage,
                         time.perf_counter() - start)
-            if not problems:
-                return comp.data
-            context = {**context, "rng": np.random.default_rng(derive_seed(self.rng_seed, env_id, role, attempt))}
-        raise _Rejected(f"{role}: no acceptable output after {self.max_retries + 1} attempts"
-                        + (f" ({feedback})" if feedback else ""))
+            if not feedback:
+                return answer
+        raise _Rejected(f"{role}: no acceptable answer after {tries} attempts ({'; '.join(feedback)})")
 
     # ------------------------------------------------------------------ one environment
     def reserve_env_id(self, index: int) -> str:
@@ -154,175 +216,236 @@ class Synthesizer:
             "seed_id": seed["id"], "run_id": self.run_id, "title": f"{seed['title']} (being built)",
             "modality": seed["modality"], "task_type": seed["task_type"], "metric": seed["metric"],
             "lower_is_better": int(seed["lower_is_better"]), "id_column": seed["id_column"],
-            "target_columns": seed["target_columns"], "backend": self.llm.name}, envs_root(self.store))
+            "target_columns": seed["target_columns"], "backend": self.backend_name}, envs_root(self.store))
 
-    def run_one(self, index: int) -> EnvOutcome:
-        start = time.perf_counter()
-        env_seed = derive_seed(self.rng_seed, self.seed["id"], index)
-        rng = np.random.default_rng(env_seed)
+    def new_draft(self, index: int) -> Draft:
+        """A reserved id and a private build folder (renamed to ``envs/<id>`` when stored: engine.envs.layout)."""
         env_id = self.reserve_env_id(index)
         root = envs_root(self.store)
-        # built in a private folder, renamed to envs/<id> when stored (engine.envs.layout)
-        state: dict[str, Any] = {"env_id": env_id, "env_dir": new_build_dir(root, env_id), "final_dir": root / env_id,
-                                 "rng": rng}
+        rng = np.random.default_rng(derive_seed(self.rng_seed, self.seed["id"], index))
+        return Draft(env_id=env_id, env_dir=new_build_dir(root, env_id), final_dir=root / env_id, rng=rng)
+
+    def run_one(self, index: int) -> EnvOutcome | None:
+        """Build one environment; None when the cost budget ran out before it was done (nothing is stored)."""
+        start = time.perf_counter()
+        draft = self.new_draft(index)
+        outcome: EnvOutcome | None
         try:
-            outcome = self._pipeline(state)
+            outcome = self._build(draft)
+        except _BudgetSpent:
+            outcome = None
         except _Rejected as exc:
-            outcome = self._reject(state, exc.reason)
+            outcome = self.store_draft(draft, "rejected", exc.reason)
         except InfrastructureError as exc:  # not a verdict on the environment: nothing is stored
-            outcome = EnvOutcome(env_id=env_id, seed_id=self.seed["id"], status="error", reason=str(exc))
+            outcome = EnvOutcome(env_id=draft.env_id, seed_id=self.seed["id"], status="error", reason=str(exc))
         except SandmleError as exc:
-            outcome = self._reject(state, f"{type(exc).__name__}: {exc}")
+            outcome = self.store_draft(draft, "rejected", f"{type(exc).__name__}: {exc}")
         finally:
-            if state["env_dir"].exists():  # not stored (an error, or an exception on its way out)
-                shutil.rmtree(state["env_dir"], ignore_errors=True)
-                self.store.envs.drop_pending(env_id)
-        outcome.wall_s = round(time.perf_counter() - start, 3)
+            self.discard(draft)
+        if outcome is not None:
+            outcome.wall_s = round(time.perf_counter() - start, 3)
         return outcome
 
-    def _pipeline(self, st: dict[str, Any]) -> EnvOutcome:
-        env_id, rng = st["env_id"], st["rng"]
-        seed = self.seed
-        ctx: dict[str, Any] = {"seed": seed, "rng": rng}
-        bp_data = self.ask(env_id, "analyst", ctx, lambda d: check_blueprint(d, seed))
-        bp = Blueprint.from_dict({**bp_data, "seed_id": seed["id"]})
-        st["blueprint"] = bp
+    def discard(self, draft: Draft) -> None:
+        """Drop what was not stored (an error, the budget, an exception on its way out): the build folder and the
+        reservation."""
+        if draft.env_dir.exists():
+            shutil.rmtree(draft.env_dir, ignore_errors=True)
+            self.store.envs.drop_pending(draft.env_id)
 
-        def scenario_ok(sc: dict) -> list[str]:
-            problems = check_scenario(sc, bp)
-            if not problems:
-                fp = fingerprint(sc)
-                with self._lock:
-                    close = [f for f in self._fingerprints if similarity(fp, f) >= DUPLICATE_SIMILARITY]
-                    if not close:
-                        self._fingerprints.append(fp)
-                if close:
-                    problems.append("near-duplicate of a stored environment: choose another domain or features")
+    def context(self, draft: Draft, **inputs: Any) -> RoleContext:
+        return RoleContext(seed=self.seed, rng=draft.rng, blueprint=draft.blueprint, scenario=draft.scenario,
+                           metric=draft.metric, **inputs)
+
+    def _build(self, draft: Draft) -> EnvOutcome:
+        bp = self.ask(draft, "analyst", self.context(draft), lambda b: check_blueprint(b, self.seed))
+        draft.blueprint = bp.model_copy(update={"seed_id": self.seed["id"]})
+        refused: list[str] = []
+        for _ in range(self.settings.max_designs):
+            draft.scenario, draft.metric = None, None
+            draft.scenario = self.ask(draft, "designer", self.context(draft, refused=refused,
+                                                                      taken_domains=self._domains),
+                                      lambda sc: self._scenario_check(sc, bp))
+            draft.metric = self.ask(draft, "grader", self.context(draft),
+                                    lambda m: metric_problems(m.metric, bp)).metric
+            reasons = self._program_rounds(draft)
+            if not reasons:
+                return self._finish(draft)
+            refused.append(f"{draft.scenario.title} ({draft.scenario.domain}): after {len(reasons)} refused "
+                           "programs: " + " | ".join(reasons))
+        raise _Rejected(f"designer: no verifiable scenario in {self.settings.max_designs}: {refused[-1]}")
+
+    def _scenario_check(self, sc: Scenario, bp: Blueprint) -> list[str]:
+        problems = scenario_problems(sc, bp)
+        if problems:
             return problems
+        fp = fingerprint(sc)
+        with self._lock:
+            near = closest(fp, self._fingerprints)
+            if near is None or near[1] < DUPLICATE_SIMILARITY:
+                self._fingerprints.append(("(this run)", fp))
+                self._domains.append(sc.domain)
+                return []
+        return [f"near-duplicate of environment {near[0]} (fingerprint similarity {near[1]:.2f} >= "
+                f"{DUPLICATE_SIMILARITY}): choose another domain, other feature names or other classes"]
 
-        scenario = self.ask(env_id, "designer", {**ctx, "blueprint": bp.to_dict()}, scenario_ok)
-        st["scenario"] = scenario
+    def _program_rounds(self, draft: Draft) -> list[str]:
+        """Up to ``max_programs`` programs for the scenario; [] once one is verified, else each one's cause."""
+        previous: GeneratorProgram | None = None
+        evidence: Evidence | None = None
+        reasons: list[str] = []
+        for _ in range(self.settings.max_programs):
+            program = self.ask(draft, "engineer", self.context(draft, previous=previous, evidence=evidence))
+            evidence = self.check_program(draft, program, draft.scenario.classes if draft.scenario else None)
+            if evidence is None:
+                return []
+            reasons.append(evidence.cause)
+            previous = program
+        return reasons
 
-        def metric_ok(d: dict) -> list[str]:
-            m = d.get("metric")
-            if m not in METRICS:
-                return [f"metric {m!r} is not in the metric library ({', '.join(sorted(METRICS))})"]
-            want = get_metric(bp.metric)
-            if get_metric(m).prediction != want.prediction or get_metric(m).lower_is_better != want.lower_is_better:
-                return [f"metric {m!r} does not fit the blueprint's {bp.metric!r} (prediction kind and direction)"]
-            return []
+    def check_program(self, draft: Draft, program: GeneratorProgram, classes: list | None = None) -> Evidence | None:
+        """Run a program in the sandbox and put its data through every check; None when it verifies (the draft then
+        holds its spec, proof and verdict), else the evidence against it. Every step is a stored attempt."""
+        bp, metric = draft.blueprint, draft.metric
+        if bp is None or metric is None:
+            raise SynthesisError("check_program needs the draft's blueprint and metric")
+        draft.program, draft.spec, draft.proof, draft.verdict = program, None, None, None
+        draft.programs_run += 1
+        draft.data_seed = int(draft.rng.integers(0, 2**31 - 1))
+        t0 = time.perf_counter()
+        gen = run_generator(self.sandbox, program.program, draft.env_dir, draft.data_seed,
+                            limits=self.generator_limits, meta=RunMeta(run_id=self.run_id))
+        if not gen.ok:
+            evidence: Evidence | None = Evidence(stage="run", cause=gen.error, traceback=gen.traceback)
+        else:
+            evidence = self._realize(draft, bp, metric, classes) or self._prove_and_verify(draft)
+        digest = hashlib.sha256(program.program.encode()).hexdigest()
+        self.record(draft, "engineer", f"run generator.py --seed {draft.data_seed} and check what it wrote",
+                    {"sha256": digest, "sandbox_run": gen.sandbox_run_id, "evidence": evidence and evidence.model_dump()},
+                    "ok" if evidence is None else "refused", evidence.render() if evidence else None, None,
+                    time.perf_counter() - t0)
+        return evidence
 
-        metric = self.ask(env_id, "grader", {**ctx, "blueprint": bp.to_dict(), "scenario": scenario}, metric_ok)["metric"]
-        spec = grade_spec(bp, scenario, metric)
-        st["spec"] = spec
-        previous, factor = None, 1.0
-        last_reason = ""
-        for attempt in range(1, self.max_retries + 2):
-            knobs = self.ask(env_id, "engineer", {**ctx, "blueprint": bp.to_dict(), "scenario": scenario,
-                                                  "previous": previous, "signal_factor": factor,
-                                                  "feedback": last_reason}, _knobs_ok)
-            data_seed = int(rng.integers(0, 2**31 - 1))
-            config = build_config(bp, scenario, spec, knobs)
-            program = render_program(config)
-            st.update({"knobs": knobs, "data_seed": data_seed, "program": program})
+    def _realize(self, draft: Draft, bp: Blueprint, metric: str, classes: list | None) -> Evidence | None:
+        """The files' layout, grading spec and agreement with the blueprint (writes grade.json and, where the
+        program wrote none, a description from the data for the reference solutions)."""
+        problems = missing_files(draft.env_dir)
+        if not problems:
+            try:
+                spec = infer_spec(draft.env_dir, metric, bp.task_type, classes)
+            except SpecError as exc:
+                problems = exc.problems
+            else:
+                data = summarize(draft.env_dir, spec)
+                media = next((c.name for c in data.columns if c.kind == "media"), None)
+                problems = check_output(draft.env_dir, spec, media) or blueprint_problems(spec, data, bp)
+                draft.spec = spec
+        if problems:
+            return Evidence(stage="output", cause=problems[0], problems=problems)
+        spec = draft.spec
+        (draft.env_dir / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
+        description = draft.env_dir / "public" / "description.md"
+        if not description.is_file():
+            title = draft.scenario.title if draft.scenario else draft.title or self.seed["title"]
+            overview = draft.scenario.overview if draft.scenario else ""
+            description.write_text(describe_from_data(data, spec, title, overview), encoding="utf-8")
+        return None
+
+    def _prove_and_verify(self, draft: Draft) -> Evidence | None:
+        spec = draft.spec
+        pub, priv = draft.env_dir / "public", draft.env_dir / "private"
+        answers = pd.read_csv(priv / "answers.csv", dtype={spec.id_column: str})
+        sample = pd.read_csv(pub / "sample_submission.csv", dtype={spec.id_column: str})
+        t1 = time.perf_counter()
+        proof = prove(spec, answers, sample, draft.rng)
+        problems = proof.pop("problems")
+        draft.proof = proof
+        self.record(draft, "grader", "prove the grader: perfect, sample, random submissions", proof,
+                    "ok" if not problems else "refused", "; ".join(problems) or None, None, time.perf_counter() - t1)
+        if problems:
+            return Evidence(stage="grader", cause=problems[0], problems=problems)
+        t2 = time.perf_counter()
+        media = next((c.name for c in summarize(draft.env_dir, spec).columns if c.kind == "media"), None)
+        verdict = verify(self.sandbox, draft.env_dir, spec, seeds=tuple(range(self.settings.ladder_seeds)),
+                         media_col=media, limits=self.limits, meta=RunMeta(run_id=self.run_id), rng=draft.rng,
+                         expected=expected_profile(self.seed))
+        draft.verdict = verdict
+        self.record(draft, "verifier", "reference ladder, fuzzing, leakage probes", verdict.report,
+                    "ok" if verdict.ok else "refused", verdict.reason or None, None, time.perf_counter() - t2)
+        if verdict.ok:
+            return None
+        return Evidence.from_verdict(verdict.reason, verdict.report, verdict.signal_factor)
+
+    def _finish(self, draft: Draft) -> EnvOutcome:
+        """The Describer writes description.md from the realized data; the Reviewer (deterministic checks, then the
+        backend's own pass) accepts it or sends it back with reasons."""
+        spec = draft.spec
+        data = summarize(draft.env_dir, spec)
+        problems: list[str] = []
+        for _ in range(self.settings.max_retries + 1):
+            markdown = self.ask(draft, "describer", self.context(draft, data=data, spec=spec,
+                                                                  review_problems=problems)).markdown
+            (draft.env_dir / "public" / "description.md").write_text(markdown, encoding="utf-8")
             t0 = time.perf_counter()
-            gen = run_generator(self.sandbox, program, st["env_dir"], data_seed, limits=self.limits,
-                                meta=RunMeta(run_id=self.run_id))
-            problems = [gen.error] if not gen.ok else check_output(st["env_dir"], spec, scenario)
-            if problems:
-                last_reason = "; ".join(problems)
-                self.record(env_id, "engineer", attempt, f"run generator.py --seed {data_seed}", {"knobs": knobs},
-                            "retry" if attempt <= self.max_retries else "reject", last_reason, {},
-                            time.perf_counter() - t0)
-                previous, factor = knobs, 1.0
-                continue
-            (st["env_dir"] / "generator.py").write_text(program, encoding="utf-8")
-            answers = pd.read_csv(st["env_dir"] / "private" / "answers.csv", dtype={spec.id_column: str})
-            sample = pd.read_csv(st["env_dir"] / "public" / "sample_submission.csv", dtype={spec.id_column: str})
-            t1 = time.perf_counter()
-            proof = prove(spec, answers, sample, rng)
-            self.record(env_id, "grader", attempt, "prove the grader: perfect, sample, random submissions",
-                        {k: v for k, v in proof.items() if k != "problems"}, "ok" if not proof["problems"] else "reject",
-                        "; ".join(proof["problems"]) or None, {}, time.perf_counter() - t1)
-            st["proof"] = proof
-            if proof["problems"]:
-                raise _Rejected("grader: " + proof["problems"][0])
-            t2 = time.perf_counter()
-            verdict = verify(self.sandbox, st["env_dir"], spec, seeds=tuple(range(self.ladder_seeds)),
-                             media_col=scenario.get("media_column"), limits=self.limits,
-                             meta=RunMeta(run_id=self.run_id), rng=rng, expected=expected_profile(seed))
-            st["verdict"] = verdict
-            self.record(env_id, "verifier", attempt, "reference ladder, fuzzing, leakage probes",
-                        verdict.report, "ok" if verdict.ok else ("retry" if verdict.send_to == "engineer"
-                                                                 and attempt <= self.max_retries else "reject"),
-                        verdict.reason or None, {}, time.perf_counter() - t2)
-            if not verdict.ok:
-                last_reason = verdict.reason
-                if verdict.send_to != "engineer":
-                    raise _Rejected(f"verifier: {verdict.reason}")
-                previous, factor = knobs, verdict.signal_factor
-                continue
-            t3 = time.perf_counter()
-            problems = review(st["env_dir"], spec)
-            self.record(env_id, "reviewer", attempt, "description agrees with the data", {"problems": problems},
-                        "ok" if not problems else "reject", "; ".join(problems) or None, {}, time.perf_counter() - t3)
-            if problems:
-                raise _Rejected(f"reviewer: {problems[0]}")
-            return self._store(st, "verified", "")
-        raise _Rejected(f"engineer: gave up after {self.max_retries + 1} attempts: {last_reason}")
+            problems = review(draft.env_dir, spec)
+            self.record(draft, "reviewer", "deterministic checks: columns, sizes, metric, submission header",
+                        {"problems": problems}, "ok" if not problems else "refused", "; ".join(problems) or None,
+                        None, time.perf_counter() - t0)
+            if not problems:
+                problems = self.ask(draft, "reviewer", self.context(draft, data=data, spec=spec,
+                                                                    description=markdown)).problems
+            if not problems:
+                return self.store_draft(draft, "verified", "")
+        raise _Rejected(f"reviewer: {problems[0]}")
 
     # ------------------------------------------------------------------ storing
-    def _store(self, st: dict[str, Any], status: str, reason: str) -> EnvOutcome:
-        verdict = st.get("verdict")
-        spec: GradeSpec | None = st.get("spec")
-        store_environment(self.store, st, seed=self.seed, run_id=self.run_id, backend=self.llm.name,
+    def store_draft(self, draft: Draft, status: str, reason: str) -> EnvOutcome:
+        """Store the environment (verified: with its generator.py, byte for byte) and say how it went."""
+        if draft.program is not None and status == "verified":
+            (draft.env_dir / "generator.py").write_bytes(draft.program.program.encode("utf-8"))
+        store_environment(self.store, draft, seed=self.seed, run_id=self.run_id, backend=self.backend_name,
                           status=status, reason=reason)
-        means = (verdict.report.get("means") if verdict else None) or {}
-        return EnvOutcome(env_id=st["env_id"], seed_id=self.seed["id"], status=status, reason=reason,
-                          metric=spec.metric if spec else "", strong=means.get("strong"),
-                          trivial=means.get("trivial"))
-
-    def _reject(self, st: dict[str, Any], reason: str) -> EnvOutcome:
-        return self._store(st, "rejected", reason)
-
-
-def _knobs_ok(d: dict) -> list[str]:
-    problems = []
-    bounds = {"signal": (0.05, 5.0), "noise": (0.0, 3.0), "label_noise": (0.0, 0.3), "missing_rate": (0.0, 0.5),
-              "shift": (0.0, 2.0)}
-    for key, (lo, hi) in bounds.items():
-        v = d.get(key)
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not (lo <= float(v) <= hi):
-            problems.append(f"{key} must be a number in [{lo}, {hi}], got {v!r}")
-    return problems
+        means = (draft.verdict.report.get("means") if draft.verdict else None) or {}
+        attempts = self.store.envs.attempt_usage(env_id=draft.env_id)
+        return EnvOutcome(env_id=draft.env_id, seed_id=self.seed["id"], status=status, reason=reason,
+                          metric=draft.spec.metric if draft.spec else "", strong=means.get("strong"),
+                          trivial=means.get("trivial"), programs=draft.programs_run, cost_usd=round(sum(a["usage"].get("cost_usd", 0.0) for a in attempts), 6))
 
 
 def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "procedural", workers: int = 1,
-               rng_seed: int | None = None, settings=None, sandbox=None,
+               rng_seed: int | None = None, settings: Settings | None = None, sandbox=None,
+               max_cost_usd: float | None = None,
                on_done: Callable[[EnvOutcome], None] | None = None) -> SynthReport:
-    """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why)."""
+    """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why). With a
+    cost budget (``max_cost_usd``, else ``[synthesis] max_cost_usd``) the run stops cleanly once it is spent:
+    environments still being built are dropped, the run is marked stopped."""
     if count < 1:
         raise SynthesisError("--count must be at least 1")
     if workers < 1:
         raise SynthesisError("--workers must be at least 1")
     settings = settings or load_settings()
+    budget = max_cost_usd if max_cost_usd is not None else settings.synthesis.max_cost_usd
+    if budget is not None and budget < 0:
+        raise SynthesisError("--max-cost-usd must be >= 0")
     seed = store.seeds.get(seed_id)
     if not seed.get("enabled", 1):
         raise SynthesisError(f"seed {seed_id} is disabled", hint=f"sandmle seeds enable {seed_id}")
     llm = backend if isinstance(backend, LLMBackend) else get_llm(backend, settings)
     if rng_seed is None:
-        rng_seed = int.from_bytes(__import__("os").urandom(4), "big") & 0x7FFFFFFF
+        rng_seed = int.from_bytes(os.urandom(4), "big") & 0x7FFFFFFF
     own_sandbox = sandbox is None
     if own_sandbox:
         sandbox = get_backend(store=store, settings=with_solution_imports(settings.sandbox))
     run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": llm.name,
-                                             "workers": workers, "rng_seed": rng_seed},
+                                             "workers": workers, "rng_seed": rng_seed, "max_cost_usd": budget},
                                name=f"synth {seed_id} x{count}")
-    synth = Synthesizer(store, seed, llm, sandbox, run_id=run_id, rng_seed=rng_seed,
-                        max_retries=settings.synthesis.max_retries, ladder_seeds=settings.synthesis.ladder_seeds)
+    meter = CostMeter(budget)
+    synth = Synthesizer(store, seed, llm, sandbox, run_id=run_id, rng_seed=rng_seed, settings=settings.synthesis,
+                        meter=meter)
     report = SynthReport(run_id=run_id, seed_id=seed_id, backend=llm.name)
     start = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synth")
+    status = "done"
     try:
         pending = {pool.submit(synth.run_one, i) for i in range(count)}
         while pending:
@@ -330,30 +453,38 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
             store.runs.heartbeat(run_id)
             for fut in done:
                 outcome = fut.result()
+                if outcome is None:
+                    continue
                 report.outcomes.append(outcome)
                 if on_done:
                     on_done(outcome)
     except KeyboardInterrupt:
-        report.stopped = True
+        report.stopped, report.stop_reason, status = True, "interrupted", "stopped"
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     except BaseException as exc:
+        status = "failed"
         report.wall_s = time.perf_counter() - start
-        store.runs.finish(run_id, "failed", summary=report.summary(), error=str(exc))
+        store.runs.finish(run_id, status, summary=report.summary(), error=str(exc))
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         report.wall_s = time.perf_counter() - start
-        if report.stopped:
+        report.usage = usage_summary(store.envs.attempt_usage(run_id=run_id), len(report.verified))
+        if meter.exhausted and len(report.outcomes) < count:
+            report.stopped, status = True, "stopped"
+            report.stop_reason = f"cost budget of ${budget:g} spent (${meter.spent_usd:.4f})"
+        if status == "stopped":
             store.runs.finish(run_id, "stopped", summary=report.summary())
         if own_sandbox:
             sandbox.close()
         if isinstance(backend, str):
             llm.close()
     report.outcomes.sort(key=lambda o: o.env_id)
-    if report.outcomes and len(report.errors) == len(report.outcomes):
+    if status == "done" and report.outcomes and len(report.errors) == len(report.outcomes):
         store.runs.finish(run_id, "failed", summary=report.summary(),
                           error=f"every attempt failed to run: {report.errors[0].reason}")
-    else:
+    elif status == "done":
         store.runs.finish(run_id, "done", summary=report.summary())
     return report
+

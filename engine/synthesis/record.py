@@ -1,19 +1,51 @@
-"""Recording a synthesized environment: env.json beside its files, and the store row with its files (hashes),
-leaderboard, thresholds and verification, in one transaction."""
+"""Recording a synthesized environment: its typed :class:`Draft` (everything one environment accumulates on its way
+through the roles), ``env.json`` beside its files, and the store row with its files (hashes), leaderboard,
+thresholds and verification, in one transaction."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from store import Store
 
 from ..envs.storage import file_rows
-from .designer import fingerprint
+from ..envs.layout import GradeSpec
+from .contracts import Blueprint, GeneratorProgram, Scenario
+from .diversity import fingerprint
+from .verifier import Verdict
+
+
+@dataclass
+class Draft:
+    env_id: str
+    #: the private build folder; ``final_dir`` (``envs/<id>``) once stored
+    env_dir: Path
+    final_dir: Path
+    rng: np.random.Generator
+    #: the title when there is no scenario (a program brought with ``sandmle envs add``)
+    title: str | None = None
+    blueprint: Blueprint | None = None
+    scenario: Scenario | None = None
+    metric: str | None = None
+    program: GeneratorProgram | None = None
+    data_seed: int | None = None
+    spec: GradeSpec | None = None
+    proof: dict[str, Any] | None = None
+    verdict: Verdict | None = None
+    programs_run: int = 0
+    #: role → calls made so far (numbers the stored attempts)
+    calls: dict[str, int] = field(default_factory=dict)
+
+    def next_call(self, role: str) -> int:
+        self.calls[role] = self.calls.get(role, 0) + 1
+        return self.calls[role]
 
 
 def _count_rows(path: Path) -> int | None:
@@ -22,35 +54,35 @@ def _count_rows(path: Path) -> int | None:
     return len(pd.read_csv(path, usecols=[0]))
 
 
-def store_environment(store: Store, state: dict[str, Any], *, seed: dict[str, Any], run_id: str, backend: str,
-                      status: str, reason: str) -> str:
+def store_environment(store: Store, draft: Draft, *, seed: dict[str, Any], run_id: str, backend: str, status: str,
+                      reason: str) -> str:
     """Write env.json, move the build folder to its place (``final_dir``) and turn the reserved row into the
     environment's row with its files and leaderboard, in one transaction."""
-    env_id, env_dir, final_dir = state["env_id"], Path(state["env_dir"]), Path(state["final_dir"])
-    blueprint = state.get("blueprint")
-    spec = state.get("spec")
-    scenario = state.get("scenario") or {}
-    verdict = state.get("verdict")
-    board = verdict.leaderboard if verdict is not None and status == "verified" else []
-    thresholds = verdict.thresholds if verdict is not None and status == "verified" else None
-    verification = {"report": verdict.report if verdict is not None else {}, "proof": state.get("proof"),
-                    "knobs": state.get("knobs")}
+    env_dir, final_dir = draft.env_dir, draft.final_dir
+    env_dir.mkdir(parents=True, exist_ok=True)
+    bp, spec, scenario, verdict = draft.blueprint, draft.spec, draft.scenario, draft.verdict
+    verified = verdict is not None and status == "verified"
+    board = verdict.leaderboard if verified else []
+    thresholds = verdict.thresholds if verified else None
+    verification = {"report": verdict.report if verdict is not None else {}, "proof": draft.proof,
+                    "knobs": draft.program.knobs.model_dump() if draft.program and draft.program.knobs else None}
     row = {
-        "id": env_id, "seed_id": seed["id"], "run_id": run_id,
-        "title": scenario.get("title") or f"{seed['title']} (rejected draft)", "status": status,
+        "id": draft.env_id, "seed_id": seed["id"], "run_id": run_id,
+        "title": scenario.title if scenario else draft.title or f"{seed['title']} (rejected draft)",
+        "status": status,
         "reason": reason or None, "split": "train",
-        "modality": blueprint.modality if blueprint else seed["modality"],
-        "task_type": blueprint.task_type if blueprint else seed["task_type"],
+        "modality": bp.modality if bp else seed["modality"], "task_type": bp.task_type if bp else seed["task_type"],
         "metric": spec.metric if spec else seed["metric"],
         "lower_is_better": int(spec.lower_is_better if spec else seed["lower_is_better"]),
         "id_column": spec.id_column if spec else seed["id_column"],
         "target_columns": spec.target_columns if spec else seed["target_columns"],
         "n_train": _count_rows(env_dir / "public" / "train.csv"), "n_test": _count_rows(env_dir / "public" / "test.csv"),
-        "backend": backend, "rng_seed": state.get("data_seed"), "blueprint": blueprint.to_dict() if blueprint else {},
-        "scenario": scenario, "thresholds": thresholds, "verification": verification, "dir": str(final_dir),
+        "backend": backend, "rng_seed": draft.data_seed, "blueprint": bp.model_dump() if bp else {},
+        "scenario": scenario.for_prompt() if scenario else {}, "thresholds": thresholds,
+        "verification": verification, "dir": str(final_dir),
         "fingerprint": fingerprint(scenario) if scenario else None,
     }
-    meta = {k: v for k, v in row.items() if k not in ("verification",)}
+    meta = {k: v for k, v in row.items() if k != "verification"}
     meta["leaderboard"] = board
     meta["grade"] = spec.to_dict() if spec else None
     (env_dir / "env.json").write_text(json.dumps(meta, indent=2, default=str, sort_keys=True) + "\n")
@@ -60,4 +92,4 @@ def store_environment(store: Store, state: dict[str, Any], *, seed: dict[str, An
         shutil.rmtree(final_dir)
     env_dir.rename(final_dir)  # a crash before the row below leaves a pending row + folder: cleared at open
     store.envs.add(row, files=files, leaderboard=board, replace=True)
-    return env_id
+    return draft.env_id

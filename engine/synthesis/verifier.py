@@ -128,10 +128,10 @@ FAST_METRICS = {"roc_auc": lambda y, p: _auc(np.asarray(y)[:, 0], np.asarray(p)[
                 "mean_columnwise_roc_auc": _mean_col_auc_fast}
 
 
-def paired_bootstrap_lower(spec: GradeSpec, answers: pd.DataFrame, best: pd.DataFrame, trivial: pd.DataFrame,
-                           rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> float:
-    """A low quantile of (best − constant) over bootstrap resamples of the test rows: > 0 means the lead holds
-    beyond the test set's sampling noise (a fluke on random labels does not)."""
+def paired_bootstrap_interval(spec: GradeSpec, answers: pd.DataFrame, best: pd.DataFrame, trivial: pd.DataFrame,
+                              rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> tuple[float, float]:
+    """The (q, 1 − q) quantiles of (best − constant) over bootstrap resamples of the test rows: a lower bound > 0
+    means the lead holds beyond the test set's sampling noise (a fluke on random labels does not)."""
     fn = FAST_METRICS.get(spec.metric, get_metric(spec.metric).fn)
     sign = -1.0 if spec.lower_is_better else 1.0
     Y = answers_matrix(spec, answers)
@@ -145,7 +145,9 @@ def paired_bootstrap_lower(spec: GradeSpec, answers: pd.DataFrame, best: pd.Data
             diffs.append(sign * (fn(Y[idx], Pb[idx]) - fn(Y[idx], Pt[idx])))
         except ValueError:
             continue
-    return float(np.quantile(diffs, q)) if diffs else 0.0
+    if not diffs:
+        return 0.0, 0.0
+    return float(np.quantile(diffs, q)), float(np.quantile(diffs, 1 - q))
 
 
 def fuzz_cases(spec: GradeSpec, sub: pd.DataFrame, rng: np.random.Generator) -> dict[str, pd.DataFrame]:
@@ -316,8 +318,10 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
     gap = sign * (means[best_name] - means["trivial"])
     scale = 1.0 if spec.metric in BOUNDED else max(abs(means["trivial"]), 1e-9)
     min_gap = max(3 * noise, 0.03 * scale)
-    lower = paired_bootstrap_lower(spec, answers, subs[(best_name, seeds[0])], subs[("trivial", seeds[0])], rng)
-    report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap, "gap_lower_q": lower})
+    lower, upper = paired_bootstrap_interval(spec, answers, subs[(best_name, seeds[0])], subs[("trivial", seeds[0])],
+                                             rng)
+    report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap, "gap_lower_q": lower,
+                   "gap_upper_q": upper})
     if gap <= min_gap or lower <= 0:
         return Verdict(False, f"not learnable: the best reference ({best_name} {means[best_name]:.4g}) beats the "
                               f"constant ({means['trivial']:.4g}) by {gap:.4g} (needs > {min_gap:.4g} and a bootstrap lower "
@@ -351,6 +355,7 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
         return Verdict(False, "grader fuzzing: " + problems[0], "grader", report=report)
     leak, leak_problems = leakage(spec, env_dir / "public", answers, media_col)
     report["leakage"] = leak
+    report["leaks_fired"] = leak_problems
     if leak_problems:
         return Verdict(False, "leakage: " + leak_problems[0], "engineer", 1.0, report)
     return Verdict(True, "", report=report, leaderboard=board, thresholds=th.to_dict())

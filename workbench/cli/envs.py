@@ -1,6 +1,8 @@
-"""`sandmle envs list|show|split|export|delete`: the synthesized environments."""
+"""`sandmle envs list|show|add|diversity|split|export|delete`: the synthesized environments."""
 
 from __future__ import annotations
+
+import sys
 
 import click
 
@@ -76,8 +78,11 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
     row = store.envs.get(env_id)
     board = store.envs.leaderboard(env_id)
     attempts = store.envs.attempts(env_id=env_id)
+    from engine.synthesis.usage import usage_summary
+
+    usage = usage_summary(attempts)
     if as_json:
-        emit_json({**row, "leaderboard": board, "files": store.envs.files(env_id),
+        emit_json({**row, "leaderboard": board, "files": store.envs.files(env_id), "usage": usage,
                    "attempts": [{k: a[k] for k in ("role", "attempt", "verdict", "feedback", "usage", "wall_s")}
                                 for a in attempts]})
         return
@@ -99,10 +104,71 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
         click.echo("\nleaderboard:")
         table([(e["name"], _g(e["score"]), _v(e["rng_seed"]), _v(e["source"])) for e in board],
               ["entry", "score", "rng seed", "source"], wide=wide)
+    if usage["calls"]:
+        click.echo(f"\nLLM usage: {usage['calls']} calls · {usage['tokens']:,} tokens · ${usage['cost_usd']:.4f}")
+        table([(role, u["calls"], u["input_tokens"], u["output_tokens"], u["cache_read_tokens"], f"{u['cost_usd']:.4f}")
+               for role, u in usage["by_role"].items()], ["role", "calls", "input", "output", "cache read", "USD"],
+              wide=wide)
     if attempts:
         click.echo("\nsynthesis history:")
-        table([(a["role"], a["attempt"], a["verdict"], a["feedback"] or "") for a in attempts],
+        table([(a["role"], a["attempt"], a["verdict"], (a["feedback"] or "").replace("\n", " ")) for a in attempts],
               ["role", "try", "verdict", "feedback"], wide=wide)
+
+
+@envs.command("add")
+@click.option("--seed", "seed_id", required=True, help="The seed task the program imitates.")
+@click.option("--program", "program_path", required=True, type=click.Path(dir_okay=False),
+              help="generator.py: `python generator.py --out DIR --seed S` writes public/ and private/answers.csv.")
+@click.option("--description", "description_path", type=click.Path(dir_okay=False),
+              help="description.md for the task (default: written from the data).")
+@click.option("--metric", help="Metric from the library (default: the seed's).")
+@click.option("--timeout", "timeout_s", type=float, help="Wall-time limit of the program in seconds "
+                                                          "(default: [synthesis] generator_timeout_s).")
+@click.option("--rng-seed", type=int, default=0, show_default=True, help="The --seed the program is run with.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@pass_ctx
+def add(ctx: Context, seed_id: str, program_path: str, description_path: str | None, metric: str | None,
+        timeout_s: float | None, rng_seed: int, as_json: bool) -> None:
+    """Verify a hand-written generator program as an environment: exit 0 when verified, 1 when rejected."""
+    from engine.synthesis.add import add_program, read_program
+
+    ctx.store.seeds.get(seed_id)
+    description = read_program(description_path) if description_path else None
+    outcome = add_program(ctx.store, seed_id, read_program(program_path), description=description, metric=metric,
+                          timeout_s=timeout_s, rng_seed=rng_seed)
+    if as_json:
+        emit_json(outcome.to_dict())
+    elif outcome.status == "verified":
+        click.echo(f"verified {outcome.env_id}: constant {outcome.trivial:.4g}, strong {outcome.strong:.4g} "
+                   f"({outcome.metric})")
+    else:
+        click.echo(f"rejected {outcome.env_id}: {outcome.reason}")
+    if outcome.status != "verified":
+        sys.exit(1)
+
+
+@envs.command("diversity")
+@click.option("--seed", "seed_id", help="Only environments of this seed.")
+@click.option("--status", type=click.Choice(["verified", "rejected"]), default="verified", show_default=True,
+              help="Which environments to compare.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@pass_ctx
+def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) -> None:
+    """Distinct domains, column-name overlap and fingerprint similarity across stored environments."""
+    from engine.synthesis.diversity import diversity
+
+    report = diversity(ctx.store.envs.list(seed_id=seed_id, status=status))
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    click.echo(f"{report.environments} environments · {report.domains} distinct domains")
+    click.echo(f"column-name overlap (Jaccard): mean {report.column_overlap_mean:.3f} · max "
+               f"{report.column_overlap_max:.3f}")
+    click.echo(f"fingerprint similarity: mean {report.fingerprint_similarity_mean:.3f} · max "
+               f"{report.fingerprint_similarity_max:.3f} · near-duplicate pairs {report.near_duplicate_pairs}")
+    if report.pairwise_over < report.environments:
+        click.echo(f"(pairwise figures over a fixed sample of {report.pairwise_over} environments)")
+    table(sorted(report.domain_counts.items(), key=lambda kv: -kv[1]), ["domain", "environments"])
 
 
 @envs.command("export")

@@ -17,13 +17,15 @@ from .sandbox_options import sandbox_options
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Environments built at once (default: [executor] workers).")
 @click.option("--rng-seed", type=int, default=None, help="Make the batch reproducible (procedural backend).")
+@click.option("--max-cost-usd", type=click.FloatRange(min=0), default=None,
+              help="Stop cleanly once the LLM calls have cost this much (default: [synthesis] max_cost_usd).")
 @sandbox_options()
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @wide_option
 @pass_ctx
 def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, rng_seed: int | None,
-          sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,
-          as_json: bool, wide: bool) -> None:
+          max_cost_usd: float | None, sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None,
+          timeout_s: float | None, as_json: bool, wide: bool) -> None:
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
     none was verified; attempts the backend could not answer are counted as errors, not rejections."""
     from engine.config import load_settings
@@ -44,7 +46,7 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
             bar.update(1, outcome)
 
         report = synthesize(ctx.store, seed_id, count, backend=backend, workers=workers, rng_seed=rng_seed,
-                            settings=settings, sandbox=sandbox, on_done=done)
+                            settings=settings, sandbox=sandbox, max_cost_usd=max_cost_usd, on_done=done)
     s = report.summary()
     if as_json:
         emit_json(report.to_dict())
@@ -53,6 +55,14 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
                for o in report.outcomes], ["env", "status", "metric", "constant", "strong", "s", "reason"], wide=wide)
         click.echo(f"{s['verified']}/{s['attempted']} verified in {s['wall_s']:.1f}s "
                    f"({s['verified_per_min']:.1f}/min) · run {s['run_id']}")
+        usage = s["usage"]
+        if usage["calls"]:
+            per = usage["cost_per_verified_usd"]
+            click.echo(f"LLM: {usage['calls']} calls · {usage['tokens']:,} tokens · ${usage['cost_usd']:.4f}"
+                       + (f" · ${per:.4f} per verified environment" if per is not None else "") + " · by role: "
+                       + ", ".join(f"{r} ${u['cost_usd']:.4f}" for r, u in usage["by_role"].items()))
+    if report.stopped:
+        click.echo(f"stopped: {report.stop_reason}", err=True)
     if report.errors:
         click.echo(f"{len(report.errors)} of {s['attempted']} attempt(s) could not run (not counted as rejected): "
                    f"{report.errors[0].reason}", err=True)

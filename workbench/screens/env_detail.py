@@ -1,14 +1,19 @@
 """One environment in depth: description, dataset preview of train/test, leaderboard and medal thresholds, the
 verification log (checks and synthesis attempts), and the generator program. Export writes an MLE-bench-style
-competition folder (asking for a folder when the default one is taken)."""
+competition folder (asking for a folder when the default one is taken); ``e`` on the Generator tab edits the program
+in $EDITOR and re-verifies it as a new environment (``sandmle envs add``)."""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import time
 from pathlib import Path
 
 from rich.syntax import Syntax
 from textual import work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
@@ -86,6 +91,7 @@ class EnvDetailScreen(BaseScreen):
         Binding("right_square_bracket", "tab(1)", "Next tab", id="env.next_tab",
                 tooltip="Overview, Data, Board, Verify, Generator"),
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False, id="env.prev_tab"),
+        Binding("e", "edit_generator", "Edit generator", id="env.edit_generator"),
     ]
 
     def __init__(self, env_id: str, **kwargs):
@@ -170,6 +176,44 @@ class EnvDetailScreen(BaseScreen):
 
     def action_export(self) -> None:
         export_env(self, self.env_id)
+
+    def action_edit_generator(self) -> None:
+        """Edit a copy of generator.py in $EDITOR; when it changed, verify it as a new environment of the same seed
+        (a ``sandmle envs add`` job)."""
+        if self.query_one("#env-tabs", TabbedContent).active != "tab-generator":
+            self.notify("open the Generator tab (] moves between tabs) to edit the program", timeout=4)
+            return
+        source = Path(self.env["dir"] or "") / "generator.py"
+        if not source.is_file():
+            self.notify("this environment has no generator.py on disk", severity="error")
+            return
+        copy = self.store.data_dir / "edits" / f"{self.env_id}-{time.strftime('%Y%m%d-%H%M%S')}.py"
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(source.read_bytes())
+        if not self.run_editor(copy):
+            return
+        if copy.read_bytes() == source.read_bytes():
+            copy.unlink()
+            self.notify("generator.py unchanged: nothing to verify", timeout=4)
+            return
+        self.app.launch_job("synthesis", ["envs", "add", "--seed", self.env["seed_id"], "--program", str(copy)],
+                            f"re-verify {self.env_id} (edited)")
+
+    def run_editor(self, path: Path) -> bool:
+        """$VISUAL / $EDITOR (else vi) on ``path``, with the terminal handed over; False when it could not run."""
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        try:
+            try:
+                with self.app.suspend():
+                    code = subprocess.call([*editor, str(path)])
+            except SuspendNotSupported:  # headless (tests): the editor runs without the terminal
+                code = subprocess.call([*editor, str(path)], stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            self.notify(f"cannot run the editor {editor[0]!r}: {exc.strerror} (set $EDITOR)", severity="error")
+            return False
+        if code != 0:
+            self.notify(f"the editor exited with {code}: nothing verified", severity="warning")
+        return code == 0
 
 
 def medal_of(score: float, t: dict, lower: bool) -> str:

@@ -9,6 +9,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
+from engine.synthesis.usage import usage_summary
+
 from ..fmt import clip, fmt_cost, fmt_duration, wall_seconds
 from ..jobs import build_argv, resolve_command
 from ..runinfo import run_cost
@@ -23,8 +25,23 @@ from .synth_form import SynthFormScreen
 SHOWN_RUNS = 5
 
 
-def seed_markdown(seed: dict, runs: list[str]) -> str:
-    """The seed's description, schema and tags; ``runs``: one line per synthesis run of it (``synthesis_lines``)."""
+def usage_markdown(usage: dict) -> str:
+    """The LLM spend on a seed's synthesis: calls, tokens, cost, cost per verified environment, by role."""
+    if not usage["calls"]:
+        return "No LLM calls yet (procedural synthesis costs nothing)."
+    per = usage["cost_per_verified_usd"]
+    lines = [f"{usage['calls']} LLM calls · {usage['tokens']:,} tokens · **${usage['cost_usd']:.4f}**"
+             + (f" · ${per:.4f} and {usage['tokens_per_verified']:,} tokens per verified environment"
+                if per is not None else " · no verified environment yet"), "",
+             "| role | calls | tokens in | tokens out | cached | USD |", "|---|---|---|---|---|---|"]
+    lines += [f"| {role} | {u['calls']} | {u['input_tokens']:,} | {u['output_tokens']:,} | {u['cache_read_tokens']:,} "
+              f"| {u['cost_usd']:.4f} |" for role, u in usage["by_role"].items()]
+    return "\n".join(lines)
+
+
+def seed_markdown(seed: dict, runs: list[str], usage: dict | None = None) -> str:
+    """The seed's description, schema and tags; ``runs``: one line per synthesis run of it (``synthesis_lines``);
+    ``usage``: what its synthesis cost in LLM calls (``usage_summary``)."""
     direction = "lower is better" if seed["lower_is_better"] else "higher is better"
     lines = [f"## {seed['title']}", "",
              f"`{seed['id']}` · {seed['modality']} · {seed['task_type']} · **{seed['metric']}** ({direction})", "",
@@ -36,6 +53,8 @@ def seed_markdown(seed: dict, runs: list[str]) -> str:
              "### Schema", "", "| column | dtype | role | description |", "|---|---|---|---|"]
     for c in seed["columns"]:
         lines.append(f"| {c['name']} | {c.get('dtype', '')} | {c.get('role', '')} | {c.get('description', '')} |")
+    if usage is not None:
+        lines += ["", "### Synthesis cost", "", usage_markdown(usage)]
     lines += ["", "### Description", "", seed["description"].strip()]
     return "\n".join(lines)
 
@@ -103,7 +122,9 @@ class SeedsScreen(BaseScreen):
         if key is None:
             detail.update("*No seeds match.* Import a folder with `i`.")
             return
-        detail.update(seed_markdown(self.store.seeds.get(key), synthesis_lines(self.store, key)))
+        verified = self.store.envs.count(seed_id=key, status="verified")
+        usage = usage_summary(self.store.envs.attempt_usage(seed_id=key), verified)
+        detail.update(seed_markdown(self.store.seeds.get(key), synthesis_lines(self.store, key), usage))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.reload()

@@ -1,0 +1,141 @@
+"""``sandmle bench synth``: verified environments per minute and generator programs per verified environment, for
+the two ways a program gets written, side by side on the same seeds and machine:
+
+- **stand-in LLM (program authoring)**: the ``openai`` chat backend over the real SDK, against a local stand-in
+  server (:mod:`engine.llm.standin`) that answers each role the way a model would under its contract — the
+  blueprint, a scenario in a new domain per request, the metric, a whole ``generator.py`` (the verified few-shot
+  example of the seed's kind, run with a fresh data seed per environment), a description written from the
+  realized data, a review. Everything after the answer is the real path: contract validation, static checks, the
+  sandbox run, the inferred grading spec, the grader's proof, the verifier, the review, storage.
+- **procedural**: the offline template backend.
+
+The stand-in answers instantly, so the figures are the pipeline's own cost, not a model's latency.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from store import Store
+
+from ..config import load_settings
+from ..envs.layout import GradeSpec
+from ..llm.standin import StandIn
+from ..sandbox import get_backend
+from ..seeds.load import load_shipped
+from ..synthesis.blueprint import analyze
+from ..synthesis.fewshot import EXAMPLES
+from ..synthesis.pipeline import synthesize
+from ..synthesis.realized import DataSummary, describe_from_data
+from ..synthesis.roles import role_of
+from ..synthesis.solutions import with_solution_imports
+from . import BenchResult
+
+#: seed → the few-shot example the stand-in engineer answers with
+PLAN = {"taxi-fare": "bike_docks", "author-style": "recipe_cuisine"}
+
+
+def as_json(data: dict[str, Any]) -> str:
+    return "```json\n" + json.dumps(data) + "\n```"
+
+
+def standin_reply(store) -> Any:
+    """A reply function for :class:`~engine.llm.standin.StandIn`: each role's answer, JSON under its contract."""
+    designs = itertools.count(1)
+
+    def reply(request) -> str:
+        role = role_of(request.system)
+        if role == "describer":
+            return as_json({"markdown": _description(request.prompt)})
+        if role == "reviewer":
+            return as_json({"ok": True, "problems": []})
+        seed_id = next(s for s in PLAN if f'"id": "{s}"' in request.prompt or f'"seed_id": "{s}"' in request.prompt)
+        example = EXAMPLES[PLAN[seed_id]]
+        if role == "analyst":
+            data: dict[str, Any] = analyze(store.seeds.get(seed_id)).model_dump()
+        elif role == "designer":
+            n = next(designs)  # a new site and size per request: no near-duplicate of the environments before
+            data = example.scenario.model_copy(update={
+                "domain": f"{example.scenario.domain}, site {n}", "title": f"{example.scenario.title} (site {n})",
+                "n_train": max(50, example.scenario.n_train - 5 * n)}).for_prompt()
+        elif role == "grader":
+            data = {"metric": example.metric}
+        else:
+            data = {"program": example.program(), "notes": "the scenario's dependence, planted with noise"}
+        return as_json(data)
+
+    return reply
+
+
+def _description(prompt: str) -> str:
+    """What a describer writes: the plain description of the realized data the prompt carries (JSON)."""
+    data = DataSummary.from_json(prompt.split("```json\n", 1)[1].split("\n```", 1)[0])
+    metric = prompt.split("Metric: ", 1)[1].split()[0]
+    spec = GradeSpec(metric=metric, lower_is_better=False, id_column=data.id_column, target_columns=data.target_columns,
+                     prediction_columns=data.submission_header[1:])
+    return describe_from_data(data, spec, "A synthesized task", "Predict the target of each test row from its features.")
+
+
+def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings) -> list[dict[str, Any]]:
+    """Synthesize ``per_seed`` environments of each seed in a throw-away store with one backend."""
+    root = Path(tempfile.mkdtemp(prefix=f"sandmle-bench-synth-{mode}-"))
+    rows = []
+    try:
+        with Store(root / "sandmle.db") as store, \
+                get_backend(store=store, settings=with_solution_imports(settings.sandbox)) as sandbox:
+            load_shipped(store)
+            with sandbox.open(None) as ws:  # start the warm worker before the clock
+                ws.run_python("print('warm')")
+            server = StandIn(standin_reply(store)) if mode == "standin" else None
+            if server is not None:
+                server.__enter__()
+                settings.openai.base_url, settings.openai.model = server.url + "/v1", "stand-in"
+            try:
+                for sid in seeds:
+                    start = time.perf_counter()
+                    rep = synthesize(store, sid, per_seed, backend="openai" if server else "procedural",
+                                     workers=workers, rng_seed=2026, settings=settings, sandbox=sandbox)
+                    wall = time.perf_counter() - start
+                    s = rep.summary()
+                    rows.append({"backend": "stand-in LLM" if server else "procedural", "seed": sid,
+                                 "attempted": s["attempted"], "verified": s["verified"], "programs": s["programs"],
+                                 "programs_per_verified": s["programs_per_verified"], "llm_calls": s["usage"]["calls"],
+                                 "wall_s": round(wall, 2),
+                                 "verified_per_min": round(s["verified"] / wall * 60, 2) if wall else 0.0})
+            finally:
+                if server is not None:
+                    server.__exit__(None, None, None)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def run(store, quick: bool = False, **_: Any) -> BenchResult:
+    settings = load_settings()
+    workers = max(1, settings.executor.workers)
+    per_seed = 2 if quick else 6
+    seeds = list(PLAN)
+    rows = _one("procedural", seeds, per_seed, workers, settings) + _one("standin", seeds, per_seed, workers,
+                                                                         settings)
+    summary: dict[str, Any] = {}
+    for name in ("procedural", "stand-in LLM"):
+        mine = [r for r in rows if r["backend"] == name]
+        verified, wall = sum(r["verified"] for r in mine), sum(r["wall_s"] for r in mine)
+        programs = sum(r["programs"] for r in mine)
+        key = "procedural" if name == "procedural" else "standin"
+        summary[f"{key}_verified_per_min"] = round(verified / wall * 60, 2) if wall else 0.0
+        summary[f"{key}_programs_per_verified"] = round(programs / verified, 2) if verified else None
+        summary[f"{key}_verified"] = f"{verified}/{sum(r['attempted'] for r in mine)}"
+    notes = [f"{per_seed} environments per seed ({', '.join(seeds)}), {workers} workers, one warm sandbox per "
+             "backend; programs = generator programs run (each one the whole check: sandbox run, spec, proof, ladder "
+             "of 3 solutions x 2 seeds, fuzzing, leakage probes)",
+             "stand-in LLM: the openai chat backend over the real SDK against a local server answering each role "
+             "instantly from the few-shot examples (bike_docks for taxi-fare, recipe_cuisine for author-style); a "
+             "scenario per request in a new domain; descriptions written from the realized data"]
+    return BenchResult(name="synth", rows=rows, summary=summary, notes=notes)
