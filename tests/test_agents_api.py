@@ -61,12 +61,14 @@ def test_anthropic_policy_runs_a_react_episode_over_http(env, store, monkeypatch
     first = ok[1]["body"]
     assert ok[1]["path"] == "/v1/messages" and "test-key" in ok[1]["headers"].get("x-api-key", ok[1]["headers"].get("authorization", ""))
     assert ok[1]["headers"]["x-stainless-retry-count"] == "1"  # the SDK retried the 429 itself
-    assert "<tool_call>" in first["system"] and first["max_tokens"] == 300
+    assert "<tool_call>" in first["system"][0]["text"] and first["max_tokens"] == 300
+    assert first["system"][0]["cache_control"] == {"type": "ephemeral"}  # the react system prompt is cached
     assert [m["role"] for m in first["messages"]] == ["user"]
     second = ok[2]["body"]["messages"]
     assert [m["role"] for m in second] == ["user", "assistant", "user"]
     assert second[2]["content"].startswith("[observation]") and "written 40" in second[2]["content"]
     assert traj.state["usage"]["input_tokens"] == 22
+    assert traj.state["usage"]["cost_usd"] == pytest.approx(2 * (11 * 3 + 7 * 15) / 1e6)  # claude-test: default price
 
 
 def test_anthropic_policy_needs_a_key(monkeypatch):
@@ -88,11 +90,13 @@ def test_openai_compatible_policy_runs_a_react_episode_over_http(env, store, mon
     assert bodies[1]["messages"][0]["role"] == "system" and bodies[1]["temperature"] == 0.2
     assert bodies[1]["seed"] == 3000 and srv.requests[1]["headers"]["authorization"] == "Bearer sk-test"
     assert [m["role"] for m in bodies[2]["messages"]] == ["system", "user", "assistant", "user"]
+    assert traj.state["usage"]["input_tokens"] == 22 and traj.state["usage"]["cost_usd"] == 0.0  # [openai] prices 0
 
 
 def test_an_unreachable_endpoint_ends_the_episode_as_an_error(env, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     policy = load_policy("openai:m,base_url=http://127.0.0.1:9/v1")
-    policy.client = policy.client.with_options(max_retries=0, timeout=2)
+    policy.client.client = policy.client.client.with_options(max_retries=0, timeout=2)
     traj = run_episode(env, policy, scaffold="react", max_turns=2)
-    assert traj.status == "error" and "endpoint error" in traj.error and not traj.grade["valid_submission"]
+    assert traj.status == "error" and "cannot reach http://127.0.0.1:9/v1" in traj.error
+    assert not traj.grade["valid_submission"]

@@ -1,24 +1,24 @@
-"""``anthropic`` — a Claude model through the official SDK (Messages API), for baselines and SFT data.
+"""``anthropic`` — a Claude model through the provider client of ``engine.llm`` (official SDK, Messages API), for
+baselines and SFT data.
 
-Honours ``ANTHROPIC_BASE_URL`` / ``[anthropic] base_url`` (a local Messages-API server in tests) and retries
-429 / 5xx through the SDK's own ``max_retries``. Tool observations go back as user turns.
+Honours ``ANTHROPIC_BASE_URL`` / ``[anthropic] base_url`` (a local Messages-API server in tests), retries 429 / 5xx
+through the SDK's own ``max_retries``, caches the system prompt and records tokens and cost per turn. Tool
+observations go back as user turns.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from store.trajectories import Turn
 
-from ...config import load_settings
-from ..policy import Action, PolicyError
+from ...config import AnthropicSettings, load_settings
+from ...llm import ChatTurn, clients
+from ..policy import Action
 
 
-def to_chat(messages: list[Turn]) -> tuple[str, list[dict]]:
+def to_chat(messages: list[Turn]) -> tuple[str, list[ChatTurn]]:
     """(system text, alternating user/assistant turns) — tool observations become user turns."""
     system = "\n\n".join(m.text for m in messages if m.role == "system")
-    turns: list[dict] = []
+    turns: list[ChatTurn] = []
     for m in messages:
         if m.role == "system":
             continue
@@ -35,35 +35,13 @@ def to_chat(messages: list[Turn]) -> tuple[str, list[dict]]:
 
 class AnthropicPolicy:
     def __init__(self, model: str | None = None, *, max_tokens: int | None = None, base_url: str | None = None,
-                 temperature: float | None = None, settings=None):
-        try:
-            import anthropic  # heavy optional dependency: loaded only when used
-        except ImportError:
-            raise PolicyError("the anthropic policy needs the `anthropic` package") from None
-        if settings is None:
-            settings = load_settings().anthropic
-        self.model = model or settings.model
-        self.max_tokens = max_tokens or settings.max_tokens
+                 temperature: float | None = None, settings: AnthropicSettings | None = None):
+        settings = settings or load_settings().anthropic
+        self.client = clients.anthropic(settings, model=model, base_url=base_url, max_tokens=max_tokens)
         self.temperature = temperature
-        key = os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise PolicyError("the anthropic policy needs ANTHROPIC_API_KEY in the environment")
-        self.client = anthropic.Anthropic(api_key=key, base_url=base_url or settings.base_url,
-                                          max_retries=settings.max_retries)
-        self._errors = anthropic.APIError
-        self.name = f"anthropic:{self.model}"
+        self.name = f"anthropic:{self.client.model}"
 
     def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
         system, turns = to_chat(messages)
-        kwargs: dict[str, Any] = dict(model=self.model, max_tokens=self.max_tokens, messages=turns)
-        if system:
-            kwargs["system"] = system
-        if self.temperature is not None:
-            kwargs["temperature"] = self.temperature
-        try:
-            resp = self.client.messages.create(**kwargs)
-        except self._errors as exc:
-            raise PolicyError(f"anthropic API error: {exc}") from None
-        text = "".join(getattr(b, "text", "") for b in resp.content)
-        usage = {"input_tokens": resp.usage.input_tokens, "output_tokens": resp.usage.output_tokens}
-        return Action(text=text, usage=usage)
+        reply = self.client.chat(turns, system=[system], temperature=self.temperature)
+        return Action(text=reply.text, usage=reply.usage.to_dict())
