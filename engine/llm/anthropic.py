@@ -8,7 +8,7 @@ import os
 import time
 from typing import Sequence
 
-from .base import ChatReply, ChatTurn, LLMError, Usage, anthropic_price, cost_usd
+from .base import ChatReply, ChatTurn, LLMError, Usage, anthropic_price, cost_usd, sdk_call
 
 
 class AnthropicClient:
@@ -27,7 +27,7 @@ class AnthropicClient:
         self.model, self.max_tokens = model, max_tokens
         self.client = anthropic.Anthropic(api_key=key, base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL"),
                                           max_retries=max_retries, timeout=timeout_s)
-        self._status_error, self._connection_error = anthropic.APIStatusError, anthropic.APIConnectionError
+        self._errors = (anthropic.APIStatusError, anthropic.APIConnectionError)
 
     def chat(self, turns: Sequence[ChatTurn], *, system: Sequence[str] = (), model: str | None = None,
              max_tokens: int | None = None, temperature: float | None = None) -> ChatReply:
@@ -42,12 +42,8 @@ class AnthropicClient:
         if temperature is not None:
             kwargs["temperature"] = temperature
         start = time.perf_counter()
-        try:
-            raw = self.client.messages.with_raw_response.create(**kwargs)
-        except self._status_error as exc:
-            raise LLMError(f"anthropic API error {exc.status_code}: {exc.message}") from None
-        except self._connection_error as exc:
-            raise LLMError(f"cannot reach the anthropic API: {exc}") from None
+        raw = sdk_call(self.client.messages.with_raw_response.create, kwargs, self._errors, api="anthropic API",
+                       where="the anthropic API")
         msg = raw.parse()
         u = msg.usage
         tokens = {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,

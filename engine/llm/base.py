@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Callable, Literal, TypedDict
 
 from ..errors import SandmleError
 
 
 class LLMError(SandmleError):
     """A provider call failed (no key, no package, an API error the SDK's retries did not cure)."""
+
+
+def sdk_call(create: Callable[..., Any], kwargs: dict[str, Any], errors: tuple[type, type], *, api: str,
+             where: str) -> Any:
+    """``create(**kwargs)`` of a provider SDK (a raw response); its status and connection errors (``errors``)
+    become one-line :class:`LLMError` s naming the ``api`` and ``where`` it lives."""
+    status_error, connection_error = errors
+    try:
+        return create(**kwargs)
+    except status_error as exc:
+        raise LLMError(f"{api} error {exc.status_code}: {exc.message}") from None
+    except connection_error as exc:
+        raise LLMError(f"cannot reach {where}: {exc}") from None
 
 
 class ChatTurn(TypedDict):

@@ -7,7 +7,7 @@ import os
 import time
 from typing import Sequence
 
-from .base import ChatReply, ChatTurn, LLMError, Usage, cost_usd
+from .base import ChatReply, ChatTurn, LLMError, Usage, cost_usd, sdk_call
 
 
 class OpenAIClient:
@@ -23,7 +23,7 @@ class OpenAIClient:
         self.model, self.base_url, self.price = model, base_url, price
         self.client = openai.OpenAI(base_url=base_url, api_key=os.environ.get(api_key_env) or "EMPTY",
                                     max_retries=max_retries, timeout=timeout_s)
-        self._status_error, self._connection_error = openai.APIStatusError, openai.APIConnectionError
+        self._errors = (openai.APIStatusError, openai.APIConnectionError)
 
     def chat(self, turns: Sequence[ChatTurn], *, system: Sequence[str] = (), model: str | None = None,
              max_tokens: int | None = None, temperature: float | None = None,
@@ -37,12 +37,8 @@ class OpenAIClient:
             if value is not None:
                 kwargs[key] = value
         start = time.perf_counter()
-        try:
-            raw = self.client.chat.completions.with_raw_response.create(**kwargs)
-        except self._status_error as exc:
-            raise LLMError(f"OpenAI-compatible endpoint error {exc.status_code}: {exc.message}") from None
-        except self._connection_error as exc:
-            raise LLMError(f"cannot reach {self.base_url}: {exc}") from None
+        raw = sdk_call(self.client.chat.completions.with_raw_response.create, kwargs, self._errors,
+                       api="OpenAI-compatible endpoint", where=self.base_url)
         resp = raw.parse()
         u = resp.usage
         cached = (getattr(u.prompt_tokens_details, "cached_tokens", 0) or 0) if u and u.prompt_tokens_details else 0
