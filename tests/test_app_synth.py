@@ -39,7 +39,9 @@ async def test_edit_generator_reverifies_the_edited_program_as_a_new_environment
     new = [e for e in store.envs.list() if e["id"] not in ids["envs"]]
     assert len(new) == 1 and new[0]["seed_id"] == "forest-cover" and new[0]["status"] == "rejected"
     assert new[0]["reason"] == "generator.py never reads the --out option; generator.py never reads the --seed option"
-    assert store.runs.get(job.run_id)["status"] == "failed"
+    run = store.runs.get(job.run_id)  # the job's row is the run `envs add` made (one run per workbench job)
+    assert run["config"]["mode"] == "envs add" and run["summary"]["verified"] == 0
+    assert run["summary"]["env_id"] == new[0]["id"]
 
 
 async def test_seeds_screen_shows_what_synthesis_cost_per_role_and_per_verified_environment(store):
