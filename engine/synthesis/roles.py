@@ -70,6 +70,9 @@ GENERATOR_CONTRACT = """The generator contract (a program that breaks it is refu
   per target; log_loss one column per class, named exactly as the class labels, answers one-hot 0/1; label
   metrics (accuracy, f1_*, qwk) the label in the target column; regression metrics the value per target."""
 
+#: the Designer sees the most recent domains already taken (near-duplicates are refused by fingerprint anyway)
+TAKEN_SHOWN = 40
+
 FOOTER = "Answer with exactly one JSON object that validates against the schema above, in a ```json fenced block."
 
 
@@ -154,9 +157,9 @@ def _prompt(role: Role, ctx: RoleContext) -> list[str]:
         return ["Seed task card:", json.dumps(seed_card(ctx.seed), indent=1, default=str),
                 "Seed description:", str(ctx.seed.get("description", ""))[:3000]]
     if role == "designer":
+        taken = ctx.taken_domains[-TAKEN_SHOWN:]
         parts = ["Blueprint:", bp, f"Not allowed: the seed's own domain ({ctx.seed['title']})"
-                 + (", and the domains already taken: " + "; ".join(ctx.taken_domains) if ctx.taken_domains else "")
-                 + "."]
+                 + (", and the domains already taken: " + "; ".join(taken) if taken else "") + "."]
         if ctx.refused:
             parts += ["Earlier scenarios for this task were refused:", "\n".join(f"- {r}" for r in ctx.refused),
                       "Design a different scenario that avoids these problems."]
