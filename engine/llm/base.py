@@ -6,24 +6,25 @@ import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Literal, TypedDict
 
-from ..errors import SandmleError
+from ..errors import InfrastructureError, SandmleError
 
 
 class LLMError(SandmleError):
-    """A provider call failed (no key, no package, an API error the SDK's retries did not cure)."""
+    """A provider client cannot be built (no key, no package)."""
 
 
 def sdk_call(create: Callable[..., Any], kwargs: dict[str, Any], errors: tuple[type, type], *, api: str,
              where: str) -> Any:
-    """``create(**kwargs)`` of a provider SDK (a raw response); its status and connection errors (``errors``)
-    become one-line :class:`LLMError` s naming the ``api`` and ``where`` it lives."""
+    """``create(**kwargs)`` of a provider SDK (a raw response). What its retries did not cure — a status error
+    (``errors[0]``) or no connection (``errors[1]``) — becomes a one-line :class:`InfrastructureError` naming the
+    ``api`` and ``where`` it lives: the work could not be done, which is no verdict on it."""
     status_error, connection_error = errors
     try:
         return create(**kwargs)
     except status_error as exc:
-        raise LLMError(f"{api} error {exc.status_code}: {exc.message}") from None
+        raise InfrastructureError(f"{api} error {exc.status_code}: {exc.message}") from None
     except connection_error as exc:
-        raise LLMError(f"cannot reach {where}: {exc}") from None
+        raise InfrastructureError(f"cannot reach {where}: {exc}") from None
 
 
 class ChatTurn(TypedDict):
