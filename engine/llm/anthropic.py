@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from .base import ChatReply, ChatTurn, LLMError, Usage, anthropic_price, cost_usd, sdk_call
 
@@ -35,7 +35,7 @@ class AnthropicClient:
         so everything up to it (role instructions, schema, examples) is cached across calls."""
         model = model or self.model
         kwargs: dict = {"model": model, "max_tokens": max_tokens or self.max_tokens, "messages": list(turns)}
-        blocks = [{"type": "text", "text": part} for part in system if part]
+        blocks: list[dict[str, Any]] = [{"type": "text", "text": part} for part in system if part]
         if blocks:
             blocks[-1]["cache_control"] = {"type": "ephemeral"}
             kwargs["system"] = blocks

@@ -13,7 +13,7 @@ class LLMError(SandmleError):
     """A provider client cannot be built (no key, no package)."""
 
 
-def sdk_call(create: Callable[..., Any], kwargs: dict[str, Any], errors: tuple[type, type], *, api: str,
+def sdk_call(create: Callable[..., Any], kwargs: dict[str, Any], errors: tuple[type[Any], type[Any]], *, api: str,
              where: str) -> Any:
     """``create(**kwargs)`` of a provider SDK (a raw response). What its retries did not cure — a status error
     (``errors[0]``) or no connection (``errors[1]``) — becomes a one-line :class:`InfrastructureError` naming the

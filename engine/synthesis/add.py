@@ -98,7 +98,7 @@ def _check(synth: Synthesizer, draft: Draft, seed: dict, bp, metric: str, progra
         return synth.store_draft(draft, "rejected", evidence.cause)
     if description is not None:
         (draft.env_dir / "public" / "description.md").write_text(description, encoding="utf-8")
-        problems = review(draft.env_dir, draft.spec)
+        problems = review(draft.env_dir, draft.grading)
         if problems:
             return synth.store_draft(draft, "rejected", f"reviewer: {problems[0]}")
     return synth.store_draft(draft, "verified", "")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import sys
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
@@ -27,16 +27,16 @@ NUMERIC_TYPES = ("integer", "float", "boolean")
 
 
 class Contract(BaseModel):
-    """A role's output: rejects unknown keys; ``schema_json()`` is what the role's prompt shows."""
+    """A role's output: rejects unknown keys; ``schema_text()`` is what the role's prompt shows."""
 
     model_config = ConfigDict(extra="forbid")
 
     @classmethod
-    def schema_json(cls) -> str:
+    def schema_text(cls) -> str:
         return json.dumps(cls.model_json_schema(), indent=1, sort_keys=True)
 
     @classmethod
-    def parse(cls, data: Any) -> "Contract":
+    def parse(cls, data: Any) -> Self:
         """Validate ``data``; raises :class:`ContractError` whose message lists every problem (one per line)."""
         try:
             return cls.model_validate(data)

@@ -186,7 +186,9 @@ class Synthesizer:
                 raise _BudgetSpent()
             request = build_request(role, ctx, feedback)
             start = time.perf_counter()
-            usage, output, answer = None, "", None
+            usage: Usage | None = None
+            output: str | dict[str, Any] = ""
+            answer = None
             try:
                 comp = self.llm.complete(request)
                 usage, output = comp.usage, comp.text or comp.data
@@ -330,19 +332,18 @@ class Synthesizer:
         """The files' layout, grading spec and agreement with the blueprint (writes grade.json and, where the
         program wrote none, a description from the data for the reference solutions)."""
         problems = missing_files(draft.env_dir)
-        if not problems:
-            try:
-                spec = infer_spec(draft.env_dir, metric, bp.task_type, classes)
-            except SpecError as exc:
-                problems = exc.problems
-            else:
-                data = summarize(draft.env_dir, spec)
-                media = next((c.name for c in data.columns if c.kind == "media"), None)
-                problems = check_output(draft.env_dir, spec, media) or blueprint_problems(spec, data, bp)
-                draft.spec = spec
         if problems:
             return Evidence(stage="output", cause=problems[0], problems=problems)
-        spec = draft.spec
+        try:
+            spec = infer_spec(draft.env_dir, metric, bp.task_type, classes)
+        except SpecError as exc:
+            return Evidence(stage="output", cause=exc.problems[0], problems=exc.problems)
+        draft.spec = spec
+        data = summarize(draft.env_dir, spec)
+        media = next((c.name for c in data.columns if c.kind == "media"), None)
+        problems = check_output(draft.env_dir, spec, media) or blueprint_problems(spec, data, bp)
+        if problems:
+            return Evidence(stage="output", cause=problems[0], problems=problems)
         (draft.env_dir / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
         description = draft.env_dir / "public" / "description.md"
         if not description.is_file():
@@ -352,7 +353,7 @@ class Synthesizer:
         return None
 
     def _prove_and_verify(self, draft: Draft) -> Evidence | None:
-        spec = draft.spec
+        spec = draft.grading
         pub, priv = draft.env_dir / "public", draft.env_dir / "private"
         answers = pd.read_csv(priv / "answers.csv", dtype={spec.id_column: str})
         sample = pd.read_csv(pub / "sample_submission.csv", dtype={spec.id_column: str})
@@ -379,7 +380,7 @@ class Synthesizer:
     def _finish(self, draft: Draft) -> EnvOutcome:
         """The Describer writes description.md from the realized data; the Reviewer (deterministic checks, then the
         backend's own pass) accepts it or sends it back with reasons."""
-        spec = draft.spec
+        spec = draft.grading
         data = summarize(draft.env_dir, spec)
         problems: list[str] = []
         for _ in range(self.settings.max_retries + 1):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -118,7 +119,7 @@ def infer_spec(env_dir: Path, metric: str, task_type: str, classes: list | None 
         if set(labels) - set(pred):
             raise SpecError([f"{metric} needs one sample_submission.csv column per class of {targets[0]!r}; the "
                              f"columns are {pred} but train.csv holds the classes {labels}"])
-        found = list(pred)
+        found: list[Any] | None = list(pred)
     else:
         if sorted(pred) != sorted(targets):
             raise SpecError([f"the sample submission's prediction columns {pred} must be the targets {targets} "

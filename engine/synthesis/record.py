@@ -17,6 +17,7 @@ from store import Store
 
 from ..envs.storage import file_rows
 from ..envs.layout import GradeSpec
+from ..errors import SynthesisError
 from .contracts import Blueprint, GeneratorProgram, Scenario
 from .diversity import fingerprint
 from .verifier import Verdict
@@ -43,6 +44,13 @@ class Draft:
     #: role → calls made so far (numbers the stored attempts)
     calls: dict[str, int] = field(default_factory=dict)
 
+    @property
+    def grading(self) -> GradeSpec:
+        """The grading spec, once the program's output has passed the layout checks."""
+        if self.spec is None:
+            raise SynthesisError(f"{self.env_id}: no grading spec yet (the program's output was not checked)")
+        return self.spec
+
     def next_call(self, role: str) -> int:
         self.calls[role] = self.calls.get(role, 0) + 1
         return self.calls[role]
@@ -61,9 +69,9 @@ def store_environment(store: Store, draft: Draft, *, seed: dict[str, Any], run_i
     env_dir, final_dir = draft.env_dir, draft.final_dir
     env_dir.mkdir(parents=True, exist_ok=True)
     bp, spec, scenario, verdict = draft.blueprint, draft.spec, draft.scenario, draft.verdict
-    verified = verdict is not None and status == "verified"
-    board = verdict.leaderboard if verified else []
-    thresholds = verdict.thresholds if verified else None
+    verified = verdict if status == "verified" else None
+    board = verified.leaderboard if verified is not None else []
+    thresholds = verified.thresholds if verified is not None else None
     verification = {"report": verdict.report if verdict is not None else {}, "proof": draft.proof,
                     "knobs": draft.program.knobs.model_dump() if draft.program and draft.program.knobs else None}
     row = {

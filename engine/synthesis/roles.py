@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
+from ..config import SynthesisRole
 from ..envs.layout import GradeSpec
 from ..grading.metrics import METRICS, get_metric
 from .contracts import ROLE_CONTRACTS, Blueprint, GeneratorProgram, Scenario
@@ -23,7 +24,7 @@ from .evidence import Evidence
 from .fewshot import examples_for
 from .realized import DataSummary
 
-Role = Literal["analyst", "designer", "grader", "engineer", "describer", "reviewer"]
+Role = SynthesisRole
 ROLES: tuple[Role, ...] = ("analyst", "designer", "grader", "engineer", "describer", "reviewer")
 TITLES: dict[Role, str] = {"analyst": "Analyst", "designer": "Designer", "grader": "Grader",
                            "engineer": "Data engineer", "describer": "Describer", "reviewer": "Reviewer"}
@@ -135,7 +136,7 @@ def _system(role: Role, ctx: RoleContext) -> list[str]:
     head = f"You are the {TITLES[role]} {TEAM} {INSTRUCTIONS[role]}"
     if role == "engineer":
         head += "\n\n" + GENERATOR_CONTRACT
-    parts = [head + f"\n\nOutput schema ({contract.__name__}, JSON Schema):\n" + contract.schema_json() + "\n\n"
+    parts = [head + f"\n\nOutput schema ({contract.__name__}, JSON Schema):\n" + contract.schema_text() + "\n\n"
              + FOOTER]
     modality = ctx.blueprint.modality if ctx.blueprint else str(ctx.seed["modality"])
     if role == "engineer":

@@ -8,6 +8,8 @@ observations go back as user turns.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from store.trajectories import Turn
 
 from ...config import AnthropicSettings, load_settings
@@ -22,7 +24,7 @@ def to_chat(messages: list[Turn]) -> tuple[str, list[ChatTurn]]:
     for m in messages:
         if m.role == "system":
             continue
-        role = "assistant" if m.role == "assistant" else "user"
+        role: Literal["user", "assistant"] = "assistant" if m.role == "assistant" else "user"
         text = f"[observation]\n{m.text}" if m.role == "tool" else m.text
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"] += "\n\n" + text

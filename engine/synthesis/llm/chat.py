@@ -3,6 +3,9 @@ endpoint, one model per role if configured (``[synthesis] models``), the stable 
 
 from __future__ import annotations
 
+from typing import Mapping
+
+from ...config import SynthesisRole
 from ...llm.anthropic import AnthropicClient
 from ...llm.openai import OpenAIClient
 from ..roles import RoleRequest
@@ -10,7 +13,7 @@ from .base import Completion, LLMBackend, MalformedOutput, extract_json
 
 
 class ChatBackend(LLMBackend):
-    def __init__(self, client: AnthropicClient | OpenAIClient, *, models: dict[str, str] | None = None,
+    def __init__(self, client: AnthropicClient | OpenAIClient, *, models: Mapping[SynthesisRole, str] | None = None,
                  max_tokens: int | None = None):
         self.client, self.models, self.max_tokens = client, dict(models or {}), max_tokens
         self.name = client.provider
