@@ -362,8 +362,11 @@ async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
     app = Workbench(store=store)
     async with app.run_test(size=(80, 24)) as pilot:
         await goto(pilot, "5")
-        summary = static_text(app.screen.query_one("#eval-summary"))
-        assert "wall 3m30s · $4.00" in summary
+        summary = " ".join(static_text(app.screen.query_one("#eval-summary")).split())  # as one line
+        assert "haiku react · anthropic:claude-haiku-4-5 · done" in summary and "wall 3m30s · $4.00" in summary
+        # the policy column keeps the model when kind and model do not both fit
+        row = app.screen.query_one("#eval-runs", DataTable).get_row("eval-api")
+        assert str(row[1]) == "claude-hai…"
         await goto(pilot, "4")
         runs = app.screen.query_one("#runs-table", DataTable)
         assert str(runs.get_row_at(runs.get_row_index("grpo-demo"))[-1]) == "5m00s"

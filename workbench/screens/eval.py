@@ -74,6 +74,13 @@ def policy_label(spec: str) -> str:
     return spec.split(",", 1)[0]
 
 
+def policy_cell(spec: str, width: int) -> str:
+    """The policy in a column: its model alone when kind and model do not both fit ('anthropic:claude-haiku-4-5'
+    → 'claude-haik…'); the summary line shows it in full."""
+    label = policy_label(spec)
+    return clip(label if len(label) <= width else label.split(":", 1)[-1], width)
+
+
 def adapter_label(spec: str) -> str:
     """The adapter of a policy spec, named by the run that trained it when it lies in a run folder."""
     found = _ADAPTER.search(spec)
@@ -165,7 +172,7 @@ class EvalScreen(BaseScreen):
             cfg = r.get("config") or {}
             spec = cfg.get("policy_spec") or cfg.get("policy") or ""
             overall, _ = self.summary(r)
-            rows.append((key, (short_id(r["name"] or key, RUN_COLUMNS[0][1]), clip(policy_label(spec), RUN_COLUMNS[1][1]),
+            rows.append((key, (short_id(r["name"] or key, RUN_COLUMNS[0][1]), policy_cell(spec, RUN_COLUMNS[1][1]),
                                short_id(adapter_label(spec), 10) or "—", cfg.get("scaffold", ""), overall["n"],
                                fmt_mean(overall["medal"], True), fmt_mean(overall["valid"], True),
                                fmt_mean(overall["human_rank"]))))
@@ -189,8 +196,10 @@ class EvalScreen(BaseScreen):
         run = self.runs[key]
         overall, per_env = self.summary(run)
         cost = fmt_cost(run_cost(self.store, run))
+        cfg = run.get("config") or {}
         summary.update(
-            f"[b]{run['name'] or key}[/b] · {run['status']} · {overall['n']} episodes · "
+            f"[b]{escape(run['name'] or key)}[/b] · {escape(policy_label(cfg.get('policy_spec') or cfg.get('policy') or '?'))}"
+            f" · {run['status']} · {overall['n']} episodes · "
             f"wall {fmt_duration(wall_seconds(run))}" + (f" · {cost}" if cost else "") + "\n"
             f"medal {fmt_ms(overall['medal'], True)} · gold {fmt_ms(overall['gold'], True)} · "
             f"valid {fmt_ms(overall['valid'], True)} · HumanRank {fmt_ms(overall['human_rank'])}"
