@@ -240,6 +240,10 @@ async def test_rollout_turns_are_reachable_by_keyboard(demo):
         assert view.trajectory.id == "traj-0"
         await pilot.press("tab")
         assert app.focused is view
+        await pilot.press("shift+tab")  # back to the table; enter on a rollout moves into its turns too
+        assert app.focused is screen.query_one("#traj-table", DataTable)
+        await pilot.press("enter")
+        assert app.focused is view
         turns = list(view.query(".traj-turn"))
 
         def visible(widget) -> bool:
