@@ -223,8 +223,11 @@ async def test_eval_screen_shows_each_run_and_its_table_takes_focus(demo):
         await pilot.press("down")
         assert results.cursor_row == 1
         await pilot.press("enter")  # that environment's episodes of the run
-        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrajectoriesScreen")
+        await wait_for(pilot, lambda: type(app.screen).__name__ == "TrajectoriesScreen" and app.screen.ready)
         assert app.screen.env_id == "env-tab-001" and app.screen.run_id == "eval-demo"
+        episodes = app.screen.query_one("#traj-table", DataTable)
+        assert [r.value for r in episodes.rows] == ["eval-demo-1-0", "eval-demo-1-1", "eval-demo-1-2"]
+        await wait_for(pilot, lambda: len(app.screen.query(".traj-turn")) == 3)  # what the agent did, turn by turn
 
 
 async def test_rollout_turns_are_reachable_by_keyboard(demo):

@@ -168,7 +168,8 @@ def demo_turns(good: bool) -> list[Turn]:
 
 
 def add_eval(store, env_ids: list[str]) -> list[str]:
-    """Two eval runs of the same environments and seeds: the SFT adapter, then SFT+GRPO (paired episodes)."""
+    """Two eval runs of the same environments and seeds: the SFT adapter, then SFT+GRPO (paired episodes), each
+    episode stored turn by turn as ``sandmle eval`` stores it."""
     ids = []
     for k, (run_id, name, adapter_run) in enumerate((("eval-sft", "SFT heldout", "sft-demo"),
                                                      ("eval-demo", "SFT+GRPO heldout", "grpo-demo"))):
@@ -181,10 +182,16 @@ def add_eval(store, env_ids: list[str]) -> list[str]:
         for e, env_id in enumerate(env_ids[:2]):
             for seed in range(3):
                 medal = (e + seed + k) % 2 == 0 if k else seed == 0 and e == 0
+                score, reward = 0.7 + 0.05 * seed + 0.03 * k, 0.7 if medal else 0.3
                 results.append({"env_id": env_id, "policy": "hf:tiny", "scaffold": "react", "rng_seed": seed,
-                                "score": 0.7 + 0.05 * seed + 0.03 * k, "valid": True, "bronze": medal,
-                                "gold": False, "human_rank": 0.5 + 0.1 * seed + 0.05 * k,
-                                "reward": 0.7 if medal else 0.3})
+                                "score": score, "valid": True, "bronze": medal,
+                                "gold": False, "human_rank": 0.5 + 0.1 * seed + 0.05 * k, "reward": reward})
+                store.trajectories.add(Trajectory(
+                    id=f"{run_id}-{e}-{seed}", run_id=run_id, env_id=env_id, policy=f"hf:tiny+{adapter_run}",
+                    scaffold="react", rng_seed=seed, status="done", terminated=True, reward=reward,
+                    turns=demo_turns(True), grade={"score": score, "valid_submission": True, "bronze_medal": medal,
+                                                   "any_medal": medal, "error": None},
+                    wall_s=3.0, created_at=T0.format(10 + k)))
         store.runs.add_eval_results(run_id, results)
         store.runs.finish(run_id, "done")
         store.runs.update(run_id, ended_at=T0.format(11 + k).replace(":00.000", ":42.000"))
