@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence, TypedDict, cast
+from typing import Callable, Iterable, Mapping, Sequence, TypedDict, TypeVar, cast
 
 from ._repo import Params, Repo
 from .common import JSON, dumps, loads, now
@@ -87,6 +87,8 @@ class AttemptUsage(TypedDict):
     env_id: str | None
     usage: dict[str, JSON]
 
+
+T = TypeVar("T")
 
 #: lists of rows (aliases: inside the class, ``list`` names its ``list`` method)
 EnvironmentRows = list[EnvironmentRow]
@@ -245,7 +247,34 @@ class Environments(Repo[EnvironmentRow]):
             params = (seed_id,)
         return [(r["id"], r["fingerprint"]) for r in self.store.query(sql, params)]
 
+    def claim_scenario(self, env_id: str, scenario: Columns, fingerprint: str,
+                       clash: Callable[[Sequence[tuple[str, str]]], T | None]) -> T | None:
+        """Give the reserved environment ``env_id`` its scenario and fingerprint unless ``clash`` finds a conflict
+        among the fingerprints of its seed's other environments (those other processes are building included).
+        The read and the write are one transaction, so two workers never both claim near-duplicates. Returns what
+        ``clash`` found (None: claimed)."""
+        with self.store.transaction():
+            seed_id = self.get(env_id)["seed_id"]
+            found = clash([(i, fp) for i, fp in self.fingerprints(seed_id) if i != env_id])
+            if found is None:
+                self.update(env_id, scenario=dict(scenario), fingerprint=fingerprint)
+            return found
+
+    def domains(self, seed_id: str) -> Sequence[str]:
+        """The scenario domains of a seed's environments (those being built too), the most recent last."""
+        rows = self.store.query(
+            "SELECT json_extract(scenario, '$.domain') AS domain FROM environments WHERE seed_id = ? "
+            "AND json_extract(scenario, '$.domain') IS NOT NULL GROUP BY domain ORDER BY MAX(created_at), domain",
+            (seed_id,))
+        return [r["domain"] for r in rows]
+
     # --------------------------------------------------------------- synthesis history
+    def run_cost(self, run_id: str) -> float:
+        """USD the LLM calls of a synthesis run have cost so far (the usage its attempts recorded)."""
+        rows = self.store.query("SELECT COALESCE(SUM(json_extract(usage, '$.cost_usd')), 0) AS usd "
+                                "FROM synthesis_attempts WHERE run_id = ?", (run_id,))
+        return float(rows[0]["usd"])
+
     def add_attempt(self, attempt: Columns) -> int:
         row = dict(attempt)
         row.setdefault("created_at", now())

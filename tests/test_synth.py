@@ -247,6 +247,32 @@ def test_same_rng_seed_same_environment(tmp_path):
     assert hashes[0] == hashes[1]
 
 
+@pytest.mark.slow
+def test_synth_on_ray_gives_the_results_of_local(run_cli, local_ray, tmp_path, monkeypatch):
+    """`synth --executor ray`: Ray actors, each with its own store connection, sandbox and Synthesizer, make the
+    environments the local executor's threads make for the same seeds (ids, verdicts, scores, every file's hash)."""
+    from engine.envs.storage import stored_hashes
+    from store import Store
+
+    def made(executor: str) -> list[tuple]:
+        monkeypatch.setenv("SANDMLE_HOME", str(tmp_path / executor))
+        res = run_cli("synth", "--seed", "tabular-binary-manufacturing", "--count", "2", "--rng-seed", "5",
+                      "--workers", "2", "--executor", executor, "--json")
+        assert res.code == 0, res.err
+        report = res.json()
+        with Store() as store:
+            run = store.runs.get(report["run_id"])
+            assert run["config"]["executor"] == executor and run["status"] == "done"
+            assert {r["executor"] for r in store.sandbox.list(limit=1000)} == {executor}
+            return sorted((o["env_id"], o["status"], o["trivial"], o["strong"],
+                           store.envs.get(o["env_id"])["scenario"]["title"], stored_hashes(store, o["env_id"]))
+                          for o in report["environments"])
+
+    local, ray = made("local"), made("ray")
+    assert len(local) == 2 and {row[1] for row in local} == {"verified"}
+    assert ray == local
+
+
 SEEDS = ["author-style", "cactus-aerial", "conductor-properties", "essay-scoring", "forest-cover", "ion-channels",
          "leaf-species", "pizza-requests", "taxi-fare", "toxic-comments", "whale-calls"]
 

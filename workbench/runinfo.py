@@ -10,7 +10,7 @@ def run_cost(store, run: dict[str, Any]) -> float:
     record their cost (``engine.llm``); an older Claude episode with tokens but no cost is priced by the Anthropic
     price table. 0 where no API was used."""
     if run["kind"] == "synthesis":
-        return sum(float((a.get("usage") or {}).get("cost_usd") or 0) for a in store.envs.attempts(run_id=run["id"]))
+        return store.envs.run_cost(run["id"])
     if not str((run.get("config") or {}).get("policy", "")).startswith(("anthropic:", "openai:")):
         return 0.0  # a local model: nothing paid (and no need to read every episode)
     from engine.llm.base import anthropic_price, cost_usd

@@ -24,7 +24,7 @@ from ..synthesis.blueprint import analyze
 from ..synthesis.designer import design
 from ..synthesis.engineer import build_config, difficulty, render_program, run_generator
 from ..synthesis.grader import grade_spec
-from ..synthesis.pipeline import synthesize
+from ..synthesis.pipeline import synthesis_executor, synthesize
 from ..synthesis.solutions import LADDER, with_solution_imports
 from ..synthesis.verifier import run_ladder
 from . import BenchResult
@@ -54,14 +54,11 @@ def throughput(n_per_seed: int, workers: int, seeds: list[str], settings) -> dic
     try:
         with Store(root / "sandmle.db") as store:
             load_shipped(store)
-            with get_backend(store=store, settings=with_solution_imports(settings.sandbox)) as sandbox:
-                with sandbox.open(None) as ws:  # start the warm worker
-                    ws.run_python("print('warm')")
+            with synthesis_executor(store, settings, "local", workers=workers, warm=True) as executor:
                 start = time.perf_counter()
                 verified = attempted = 0
                 for sid in seeds:
-                    rep = synthesize(store, sid, n_per_seed, workers=workers, rng_seed=2024, settings=settings,
-                                     sandbox=sandbox)
+                    rep = synthesize(store, sid, n_per_seed, rng_seed=2024, settings=settings, executor=executor)
                     verified += len(rep.verified)
                     attempted += len(rep.outcomes)
                 wall = time.perf_counter() - start

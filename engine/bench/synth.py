@@ -27,14 +27,12 @@ from store import Store
 from ..config import load_settings
 from ..envs.layout import GradeSpec
 from ..llm.standin import StandIn
-from ..sandbox import get_backend
 from ..seeds.load import load_shipped
 from ..synthesis.blueprint import analyze
 from ..synthesis.fewshot import EXAMPLES
-from ..synthesis.pipeline import synthesize
+from ..synthesis.pipeline import synthesis_executor, synthesize
 from ..synthesis.realized import DataSummary, describe_from_data
 from ..synthesis.roles import role_of
-from ..synthesis.solutions import with_solution_imports
 from . import BenchResult
 
 #: seed → the few-shot example the stand-in engineer answers with
@@ -88,10 +86,8 @@ def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings) -> 
     rows = []
     try:
         with Store(root / "sandmle.db") as store, \
-                get_backend(store=store, settings=with_solution_imports(settings.sandbox)) as sandbox:
+                synthesis_executor(store, settings, "local", workers=workers, warm=True) as executor:
             load_shipped(store)
-            with sandbox.open(None) as ws:  # start the warm worker before the clock
-                ws.run_python("print('warm')")
             server = StandIn(standin_reply(store)) if mode == "standin" else None
             if server is not None:
                 server.__enter__()
@@ -100,7 +96,7 @@ def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings) -> 
                 for sid in seeds:
                     start = time.perf_counter()
                     rep = synthesize(store, sid, per_seed, backend="openai" if server else "procedural",
-                                     workers=workers, rng_seed=2026, settings=settings, sandbox=sandbox)
+                                     rng_seed=2026, settings=settings, executor=executor)
                     wall = time.perf_counter() - start
                     s = rep.summary()
                     rows.append({"backend": "stand-in LLM" if server else "procedural", "seed": sid,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Literal, TypedDict
 
@@ -74,23 +73,3 @@ def cost_usd(price: tuple[float, float], *, input_tokens: int, output_tokens: in
     per_in, per_out = price[0] / 1e6, price[1] / 1e6
     return round(input_tokens * per_in + cache_write_tokens * per_in * CACHE_WRITE_FACTOR
                  + cache_read_tokens * per_in * CACHE_READ_FACTOR + output_tokens * per_out, 8)
-
-
-class CostMeter:
-    """What a run has spent, shared by its threads; ``exhausted`` once ``limit_usd`` (if any) is reached."""
-
-    def __init__(self, limit_usd: float | None = None):
-        if limit_usd is not None and limit_usd < 0:
-            raise ValueError("the cost limit must be >= 0")
-        self.limit_usd = limit_usd
-        self.spent_usd = 0.0
-        self._lock = threading.Lock()
-
-    def charge(self, usage: Usage) -> None:
-        with self._lock:
-            self.spent_usd += usage.cost_usd
-
-    @property
-    def exhausted(self) -> bool:
-        with self._lock:
-            return self.limit_usd is not None and self.spent_usd >= self.limit_usd

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 from itertools import combinations
-from typing import Any
+from typing import Any, Sequence
 
 from .contracts import NUMERIC_TYPES, Scenario
 
@@ -50,7 +50,7 @@ def similarity(a: str, b: str) -> float:
     return len(sa & sb) / max(1, len(sa | sb))
 
 
-def closest(fp: str, others: list[tuple[str, str]]) -> tuple[str, float] | None:
+def closest(fp: str, others: Sequence[tuple[str, str]]) -> tuple[str, float] | None:
     """The most similar (env id, similarity) among ``others`` = [(env id, fingerprint)], if any."""
     scored = [(env_id, similarity(fp, other)) for env_id, other in others]
     return max(scored, key=lambda s: s[1]) if scored else None

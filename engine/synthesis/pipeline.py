@@ -10,8 +10,9 @@ proof, Verifier) → Describer ⇄ Reviewer, every failure sent back, with its e
 - a description the Reviewer rejects goes back to the Describer with the reasons.
 
 Every call and every check is a stored attempt (prompt, output, verdict, feedback, tokens, cost, time); every
-environment is stored, verified or rejected with its reason. ``synthesize(store, seed_id, count)`` runs ``count``
-environments on ``workers`` threads (the heavy work happens in sandbox subprocesses) within an optional cost budget.
+environment is stored, verified or rejected with its reason. ``synthesize(store, seed_id, count)`` builds ``count``
+environments on the workers of an executor (threads, processes or Ray actors: ``engine.executors``; the heavy work
+happens in sandbox subprocesses) within an optional cost budget.
 """
 
 from __future__ import annotations
@@ -20,21 +21,22 @@ import hashlib
 import json
 import os
 import shutil
-import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import pandas as pd
+
+from store import Store
 
 from ..config import Settings, SynthesisSettings, load_settings
 from ..envs.layout import envs_root, new_build_dir
 from ..errors import InfrastructureError, SandmleError, SynthesisError
 from ..grading.metrics import METRICS, get_metric
-from ..llm import CostMeter, Usage
-from ..sandbox import Limits, RunMeta, SandboxBackend, get_backend
+from ..executors import Executor, Worker, get_executor
+from ..llm import Usage
+from ..sandbox import Limits, RunMeta, SandboxBackend
 from .blueprint import check_blueprint
 from .contracts import ROLE_CONTRACTS, Blueprint, Contract, ContractError, GeneratorProgram, Scenario
 from .diversity import DUPLICATE_SIMILARITY, closest, fingerprint
@@ -146,23 +148,31 @@ def scenario_problems(sc: Scenario, bp: Blueprint) -> list[str]:
 
 
 class Synthesizer:
-    """One synthesis batch: shared backend, sandbox, store handle, cost meter and near-duplicate registry."""
+    """The environments of one synthesis run, built by one worker (a thread, a process or a Ray actor) with its
+    backend, sandbox and store handle. What the run's workers share lives in the store: the near-duplicate
+    registry (the fingerprints of every environment, those being built included) and the money spent (the
+    attempts' recorded cost), so any number of workers anywhere keep to one registry and one budget."""
 
-    def __init__(self, store, seed: dict[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str, rng_seed: int,
-                 settings: SynthesisSettings | None = None, limits: Limits | None = None,
-                 meter: CostMeter | None = None, backend_name: str | None = None):
+    def __init__(self, store: Store, seed: dict[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
+                 rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
+                 budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None):
         self.store, self.seed, self.llm, self.sandbox = store, seed, llm, sandbox
         self.run_id, self.rng_seed = run_id, rng_seed
+        #: what each sandbox run of the environments records: the run, and the kind of executor that ran it
+        self.meta = RunMeta(run_id=run_id, executor=executor)
         self.backend_name = backend_name or llm.name
         self.settings = settings or SynthesisSettings()
+        self.budget_usd = budget_usd
         self.limits = limits or sandbox.default_limits
         timeout = self.settings.generator_timeout_s
         self.generator_limits = replace(self.limits, timeout_s=timeout, cpu_s=2 * timeout)
-        self.meter = meter or CostMeter(self.settings.max_cost_usd)
-        self._lock = threading.Lock()
-        self._fingerprints = store.envs.fingerprints(seed["id"])
-        self._domains = sorted({(e.get("scenario") or {}).get("domain", "") for e in store.envs.list(seed_id=seed["id"])}
-                               - {""})
+
+    def budget_spent(self) -> bool:
+        """Whether the run's LLM calls (by every worker) have cost its budget."""
+        return self.budget_usd is not None and self.store.envs.run_cost(self.run_id) >= self.budget_usd
+
+    def close(self) -> None:
+        self.llm.close()
 
     # ------------------------------------------------------------------ bookkeeping
     def record(self, draft: Draft, role: str, prompt: str, output: Any, verdict: str, feedback: str | None,
@@ -182,7 +192,7 @@ class Synthesizer:
         feedback: list[str] = []
         tries = self.settings.max_retries + 1
         for attempt in range(1, tries + 1):
-            if self.meter.exhausted:
+            if self.budget_spent():
                 raise _BudgetSpent()
             request = build_request(role, ctx, feedback)
             start = time.perf_counter()
@@ -199,8 +209,6 @@ class Synthesizer:
                 feedback = [f"{exc}. Answer with one JSON object only."]
             except ContractError as exc:
                 feedback = exc.problems
-            if usage is not None:
-                self.meter.charge(usage)
             verdict = "ok" if not feedback else ("retry" if attempt < tries else "reject")
             self.record(draft, role, request.prompt, output, verdict, "; ".join(feedback) or None, usage,
                         time.perf_counter() - start)
@@ -266,8 +274,9 @@ class Synthesizer:
         for _ in range(self.settings.max_designs):
             draft.scenario, draft.metric = None, None
             draft.scenario = self.ask(draft, "designer", self.context(draft, refused=refused,
-                                                                      taken_domains=self._domains),
-                                      lambda sc: self._scenario_check(sc, bp))
+                                                                      taken_domains=self.store.envs.domains(
+                                                                          self.seed["id"])),
+                                      lambda sc: self._scenario_check(draft, sc, bp))
             draft.metric = self.ask(draft, "grader", self.context(draft),
                                     lambda m: metric_problems(m.metric, bp)).metric
             reasons = self._program_rounds(draft)
@@ -277,17 +286,21 @@ class Synthesizer:
                            "programs: " + " | ".join(reasons))
         raise _Rejected(f"designer: no verifiable scenario in {self.settings.max_designs}: {refused[-1]}")
 
-    def _scenario_check(self, sc: Scenario, bp: Blueprint) -> list[str]:
+    def _scenario_check(self, draft: Draft, sc: Scenario, bp: Blueprint) -> list[str]:
+        """The scenario's departures from the blueprint; else it is claimed for the draft in the store unless it
+        is a near-duplicate of an environment there (stored, or being built by any worker)."""
         problems = scenario_problems(sc, bp)
         if problems:
             return problems
         fp = fingerprint(sc)
-        with self._lock:
-            near = closest(fp, self._fingerprints)
-            if near is None or near[1] < DUPLICATE_SIMILARITY:
-                self._fingerprints.append(("(this run)", fp))
-                self._domains.append(sc.domain)
-                return []
+
+        def too_close(others: Sequence[tuple[str, str]]) -> tuple[str, float] | None:
+            near = closest(fp, others)
+            return near if near is not None and near[1] >= DUPLICATE_SIMILARITY else None
+
+        near = self.store.envs.claim_scenario(draft.env_id, sc.for_prompt(), fp, too_close)
+        if near is None:
+            return []
         return [f"near-duplicate of environment {near[0]} (fingerprint similarity {near[1]:.2f} >= "
                 f"{DUPLICATE_SIMILARITY}): choose another domain, other feature names or other classes"]
 
@@ -316,7 +329,7 @@ class Synthesizer:
         draft.data_seed = int(draft.rng.integers(0, 2**31 - 1))
         t0 = time.perf_counter()
         gen = run_generator(self.sandbox, program.program, draft.env_dir, draft.data_seed,
-                            limits=self.generator_limits, meta=RunMeta(run_id=self.run_id))
+                            limits=self.generator_limits, meta=self.meta)
         if not gen.ok:
             evidence: Evidence | None = Evidence(stage="run", cause=gen.error, traceback=gen.traceback)
         else:
@@ -368,7 +381,7 @@ class Synthesizer:
         t2 = time.perf_counter()
         media = next((c.name for c in summarize(draft.env_dir, spec).columns if c.kind == "media"), None)
         verdict = verify(self.sandbox, draft.env_dir, spec, seeds=tuple(range(self.settings.ladder_seeds)),
-                         media_col=media, limits=self.limits, meta=RunMeta(run_id=self.run_id), rng=draft.rng,
+                         media_col=media, limits=self.limits, meta=self.meta, rng=draft.rng,
                          expected=expected_profile(self.seed))
         draft.verdict = verdict
         self.record(draft, "verifier", "reference ladder, fuzzing, leakage probes", verdict.report,
@@ -407,17 +420,56 @@ class Synthesizer:
         store_environment(self.store, draft, seed=self.seed, run_id=self.run_id, backend=self.backend_name,
                           status=status, reason=reason)
         means = (draft.verdict.report.get("means") if draft.verdict else None) or {}
-        attempts = self.store.envs.attempt_usage(env_id=draft.env_id)
+        cost = usage_summary(self.store.envs.attempt_usage(env_id=draft.env_id))["cost_usd"]
         return EnvOutcome(env_id=draft.env_id, seed_id=self.seed["id"], status=status, reason=reason,
                           metric=draft.spec.metric if draft.spec else "", strong=means.get("strong"),
-                          trivial=means.get("trivial"), programs=draft.programs_run, cost_usd=round(sum(a["usage"].get("cost_usd", 0.0) for a in attempts), 6))
+                          trivial=means.get("trivial"), programs=draft.programs_run,
+                          cost_usd=cost)
 
 
-def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "procedural", workers: int = 1,
-               rng_seed: int | None = None, settings: Settings | None = None, sandbox=None,
-               max_cost_usd: float | None = None,
-               on_done: Callable[[EnvOutcome], None] | None = None) -> SynthReport:
-    """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why). With a
+@dataclass(frozen=True)
+class SynthJob:
+    """What any worker needs to build the run's :class:`Synthesizer` (in a thread, a process or a Ray actor)."""
+
+    run_id: str
+    seed_id: str
+    backend: str
+    rng_seed: int
+    settings: Settings
+    budget_usd: float | None
+
+    def synthesizer(self, worker: Worker) -> Synthesizer:
+        if worker.store is None:
+            raise SynthesisError("a synthesis worker needs the store")
+        seed = cast(dict[str, Any], worker.store.seeds.get(self.seed_id))
+        return Synthesizer(worker.store, seed, get_llm(self.backend, self.settings),
+                           worker.sandbox, run_id=self.run_id, rng_seed=self.rng_seed,
+                           settings=self.settings.synthesis, budget_usd=self.budget_usd,
+                           executor=worker.spec.executor)
+
+
+@dataclass(frozen=True)
+class SynthItem:
+    """Environment number ``index`` of a synthesis run, as an executor's work item."""
+
+    job: SynthJob
+    index: int
+
+
+def run_synth_item(worker: Worker, item: SynthItem) -> EnvOutcome | None:
+    """The executor's work function: one environment, built by the worker's Synthesizer for the run (made once)."""
+    synth = worker.cached(("synthesizer", item.job.run_id), lambda: item.job.synthesizer(worker))
+    return synth.run_one(item.index)
+
+
+def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "procedural", workers: int = 1,
+               rng_seed: int | None = None, settings: Settings | None = None,
+               executor: str | Executor | None = None, address: str | None = None,
+               max_cost_usd: float | None = None, on_done: Callable[[EnvOutcome], None] | None = None,
+               on_lost: Callable[[str], None] | None = None) -> SynthReport:
+    """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why). The
+    environments are built on ``workers`` workers of ``executor`` (local | process | ray at ``address``, default
+    ``[executor] kind``; or an executor already started, kept open), their code under ``settings.sandbox``. With a
     cost budget (``max_cost_usd``, else ``[synthesis] max_cost_usd``) the run stops cleanly once it is spent:
     environments still being built are dropped, the run is marked stopped."""
     if count < 1:
@@ -431,37 +483,31 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
     seed = store.seeds.get(seed_id)
     if not seed.get("enabled", 1):
         raise SynthesisError(f"seed {seed_id} is disabled", hint=f"sandmle seeds enable {seed_id}")
-    llm = backend if isinstance(backend, LLMBackend) else get_llm(backend, settings)
+    probe = get_llm(backend, settings)  # a backend that cannot be built (no API key) fails here, first
+    name = probe.name
+    probe.close()
     if rng_seed is None:
         rng_seed = int.from_bytes(os.urandom(4), "big") & 0x7FFFFFFF
-    own_sandbox = sandbox is None
-    if own_sandbox:
-        sandbox = get_backend(store=store, settings=with_solution_imports(settings.sandbox))
-    run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": llm.name,
-                                             "workers": workers, "rng_seed": rng_seed, "max_cost_usd": budget},
+    ex = executor if isinstance(executor, Executor) else \
+        synthesis_executor(store, settings, executor, workers=workers, address=address, on_lost=on_lost)
+    run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": name,
+                                             "workers": ex.workers, "executor": ex.name, "address": address,
+                                             "rng_seed": rng_seed, "max_cost_usd": budget},
                                name=f"synth {seed_id} x{count}")
-    meter = CostMeter(budget)
-    synth = Synthesizer(store, seed, llm, sandbox, run_id=run_id, rng_seed=rng_seed, settings=settings.synthesis,
-                        meter=meter)
-    report = SynthReport(run_id=run_id, seed_id=seed_id, backend=llm.name)
+    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget)
+    report = SynthReport(run_id=run_id, seed_id=seed_id, backend=name)
     start = time.perf_counter()
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="synth")
     status = "done"
     try:
-        pending = {pool.submit(synth.run_one, i) for i in range(count)}
-        while pending:
-            done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+        for _, outcome in ex.stream(run_synth_item, [SynthItem(job, i) for i in range(count)]):
             store.runs.heartbeat(run_id)
-            for fut in done:
-                outcome = fut.result()
-                if outcome is None:
-                    continue
-                report.outcomes.append(outcome)
-                if on_done:
-                    on_done(outcome)
+            if outcome is None:
+                continue
+            report.outcomes.append(outcome)
+            if on_done:
+                on_done(outcome)
     except KeyboardInterrupt:
         report.stopped, report.stop_reason, status = True, "interrupted", "stopped"
-        pool.shutdown(wait=True, cancel_futures=True)
         raise
     except BaseException as exc:
         status = "failed"
@@ -469,18 +515,16 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
         store.runs.finish(run_id, status, summary=report.summary(), error=str(exc))
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if ex is not executor:
+            ex.close(wait=status == "done")
         report.wall_s = time.perf_counter() - start
         report.usage = usage_summary(store.envs.attempt_usage(run_id=run_id), len(report.verified))
-        if meter.exhausted and len(report.outcomes) < count:
+        spent = store.envs.run_cost(run_id)
+        if budget is not None and spent >= budget and len(report.outcomes) < count:
             report.stopped, status = True, "stopped"
-            report.stop_reason = f"cost budget of ${budget:g} spent (${meter.spent_usd:.4f})"
+            report.stop_reason = f"cost budget of ${budget:g} spent (${spent:.4f})"
         if status == "stopped":
             store.runs.finish(run_id, "stopped", summary=report.summary())
-        if own_sandbox:
-            sandbox.close()
-        if isinstance(backend, str):
-            llm.close()
     report.outcomes.sort(key=lambda o: o.env_id)
     if status == "done" and report.outcomes and len(report.errors) == len(report.outcomes):
         store.runs.finish(run_id, "failed", summary=report.summary(),
@@ -489,3 +533,26 @@ def synthesize(store, seed_id: str, count: int, *, backend: str | LLMBackend = "
         store.runs.finish(run_id, "done", summary=report.summary())
     return report
 
+
+def synthesis_executor(store: Store, settings: Settings, kind: str | None = None, *, workers: int = 1,
+                       address: str | None = None, on_lost: Callable[[str], None] | None = None,
+                       warm: bool = False) -> Executor:
+    """An executor whose workers run generator programs and reference solutions under the sandbox settings (with the
+    solutions' imports warm), their backends started: one that cannot start fails here, before the run exists.
+    ``warm`` also starts each worker's warm sandbox worker (benchmarks: before the clock)."""
+    ex = get_executor(kind, workers=workers, store=store, sandbox=with_solution_imports(settings.sandbox),
+                      address=address, on_lost=on_lost)
+    try:
+        ex.prepare()
+        if warm:
+            ex.map(_warm_up, [None] * ex.workers)
+    except BaseException:
+        ex.close(wait=False)
+        raise
+    return ex
+
+
+def _warm_up(worker: Worker, _: object = None) -> None:
+    """A work item that starts the worker's warm sandbox worker (numpy, pandas, scikit-learn imported)."""
+    with worker.sandbox.open(None, label="warm-up") as ws:
+        ws.run_python("pass")

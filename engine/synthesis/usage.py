@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_write_tokens", "cache_read_tokens")
 
 
-def usage_summary(attempts: list[dict[str, Any]], verified: int | None = None) -> dict[str, Any]:
+def usage_summary(attempts: Sequence[Mapping[str, Any]], verified: int | None = None) -> dict[str, Any]:
     """``attempts``: stored attempt rows (their ``role`` and ``usage``); ``verified``: how many environments they
     verified (adds the cost and tokens per verified environment)."""
     by_role: dict[str, dict[str, Any]] = {}

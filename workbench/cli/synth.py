@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 import click
 
-from .common import Context, emit_json, pass_ctx, progress, table, wide_option
+from .common import Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
 
@@ -16,6 +15,7 @@ from .sandbox_options import sandbox_options
               help="Synthesis backend (default: [synthesis] backend in the config, else procedural).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Environments built at once (default: [executor] workers).")
+@executor_options
 @click.option("--rng-seed", type=int, default=None, help="Make the batch reproducible (procedural backend).")
 @click.option("--max-cost-usd", type=click.FloatRange(min=0), default=None,
               help="Stop cleanly once the LLM calls have cost this much (default: [synthesis] max_cost_usd).")
@@ -23,15 +23,13 @@ from .sandbox_options import sandbox_options
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @wide_option
 @pass_ctx
-def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, rng_seed: int | None,
-          max_cost_usd: float | None, sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None,
+def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, executor: str | None,
+          address: str | None, rng_seed: int | None, max_cost_usd: float | None, sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None,
           timeout_s: float | None, as_json: bool, wide: bool) -> None:
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
     none was verified; attempts the backend could not answer are counted as errors, not rejections."""
     from engine.config import load_settings
-    from engine.sandbox import get_backend
     from engine.synthesis.pipeline import synthesize
-    from engine.synthesis.solutions import with_solution_imports
 
     settings = load_settings()
     settings.sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
@@ -39,14 +37,14 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
     backend = backend or settings.synthesis.backend
     workers = workers or settings.executor.workers
     ctx.store.seeds.get(seed_id)
-    sandbox = get_backend(store=ctx.store, settings=with_solution_imports(settings.sandbox))  # one line if it fails
-    with sandbox, progress(count, f"synth {seed_id}",
-                           item_show_func=lambda o: o and f"{o.env_id} {o.status}") as bar:
+    with progress(count, f"synth {seed_id}", item_show_func=lambda o: o and f"{o.env_id} {o.status}") as bar:
         def done(outcome) -> None:
             bar.update(1, outcome)
 
+        # a sandbox backend or executor that cannot start fails with one line before the run exists
         report = synthesize(ctx.store, seed_id, count, backend=backend, workers=workers, rng_seed=rng_seed,
-                            settings=settings, sandbox=sandbox, max_cost_usd=max_cost_usd, on_done=done)
+                            settings=settings, executor=executor, address=address, max_cost_usd=max_cost_usd,
+                            on_done=done, on_lost=warn)
     s = report.summary()
     if as_json:
         emit_json(report.to_dict())
