@@ -29,7 +29,7 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
     none was verified; attempts the backend could not answer are counted as errors, not rejections."""
     from engine.config import load_settings
-    from engine.synthesis.pipeline import synthesize
+    from engine.synthesis.pipeline import synthesis_executor, synthesize
 
     settings = load_settings()
     settings.sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
@@ -37,14 +37,14 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
     backend = backend or settings.synthesis.backend
     workers = workers or settings.executor.workers
     ctx.store.seeds.get(seed_id)
-    with progress(count, f"synth {seed_id}", item_show_func=lambda o: o and f"{o.env_id} {o.status}") as bar:
+    # a sandbox backend or executor that cannot start fails here, with one line, before anything runs
+    with synthesis_executor(ctx.store, settings, executor, workers=workers, address=address, on_lost=warn) as ex, \
+            progress(count, f"synth {seed_id}", item_show_func=lambda o: o and f"{o.env_id} {o.status}") as bar:
         def done(outcome) -> None:
             bar.update(1, outcome)
 
-        # a sandbox backend or executor that cannot start fails with one line before the run exists
-        report = synthesize(ctx.store, seed_id, count, backend=backend, workers=workers, rng_seed=rng_seed,
-                            settings=settings, executor=executor, address=address, max_cost_usd=max_cost_usd,
-                            on_done=done, on_lost=warn)
+        report = synthesize(ctx.store, seed_id, count, backend=backend, rng_seed=rng_seed, settings=settings,
+                            executor=ex, address=address, max_cost_usd=max_cost_usd, on_done=done)
     s = report.summary()
     if as_json:
         emit_json(report.to_dict())
