@@ -123,11 +123,12 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
     for name in ("procedural", "stand-in LLM"):
         mine = [r for r in rows if r["backend"] == name]
         verified, wall = sum(r["verified"] for r in mine), sum(r["wall_s"] for r in mine)
-        programs = sum(r["programs"] for r in mine)
+        programs, attempted = sum(r["programs"] for r in mine), sum(r["attempted"] for r in mine)
         key = "procedural" if name == "procedural" else "standin"
         summary[f"{key}_verified_per_min"] = round(verified / wall * 60, 2) if wall else 0.0
+        summary[f"{key}_attempts_per_verified"] = round(attempted / verified, 2) if verified else None
         summary[f"{key}_programs_per_verified"] = round(programs / verified, 2) if verified else None
-        summary[f"{key}_verified"] = f"{verified}/{sum(r['attempted'] for r in mine)}"
+        summary[f"{key}_verified"] = f"{verified}/{attempted}"
     notes = [f"{per_seed} environments per seed ({', '.join(seeds)}), {workers} workers, one warm sandbox per "
              "backend; programs = generator programs run (each one the whole check: sandbox run, spec, proof, ladder "
              "of 3 solutions x 2 seeds, fuzzing, leakage probes)",
