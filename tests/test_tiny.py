@@ -70,3 +70,44 @@ def test_load_config_applies_the_recipe_under_flags_and_files(tmp_path):
     other = load_config(GRPOConfig, None, {"model": "Qwen/Qwen3-0.6B"})
     assert (other.lr, other.temperature) == (GRPOConfig().lr, GRPOConfig().temperature)
     assert load_config(SFTConfig, None, {}).lora_modules_to_save == ["norm"]
+
+
+@pytest.mark.slow
+def test_hf_tiny_builds_and_loads_with_no_network_attempt(tmp_path):
+    """The hub and every proxied request point at a local listener: building and loading ``hf:tiny`` in a fresh
+    process must never connect to it (the old ``hf:tiny`` retried the hub for ~50 s)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    connections: list[tuple[str, int]] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, addr = listener.accept()
+            except OSError:  # closed at the end of the test
+                return
+            connections.append(addr)
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = {k: v for k, v in os.environ.items() if k not in {"HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "NO_PROXY",
+                                                           "no_proxy"}}
+    env.update(SANDMLE_HOME=str(tmp_path), HF_ENDPOINT=url, HTTP_PROXY=url, HTTPS_PROXY=url, http_proxy=url,
+               https_proxy=url)
+    code = ("from engine.agents.policies import load_policy\n"
+            "p = load_policy('hf:tiny')\n"
+            "print(p.name, type(p.model).__name__)")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        listener.close()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["hf:tiny", "Qwen3ForCausalLM"]
+    assert (tmp_path / "models" / "tiny" / "model.safetensors").is_file()
+    assert connections == []

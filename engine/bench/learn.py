@@ -40,7 +40,7 @@ from ..rl.grpo import GRPOTrainer
 from ..rl.sft import SFTRun
 from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
-from . import BenchResult
+from . import BenchResult, torch_threads
 from ._plot import line_plot
 
 #: the policies compared (baseline first) and the rate compared
@@ -80,7 +80,8 @@ FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "p
                  heldout_envs_per_seed=4, demos_per_teacher=2,
                  sft_epochs=4, grpo_steps=16, eval_seeds=(0, 1, 2, 3))
 QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=("leaf-species",),
-                  train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1, eval_seeds=(0,),
+                  train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1,
+                  eval_seeds=(0,),
                   n_boot=200, budget_s=12 * 60)
 
 
@@ -146,7 +147,8 @@ def scaffold_result(store: Store, sft: EvalReport, grpo: EvalReport, plan: Learn
             "ratio": ratio, "diff": cmp.diff, "ci95_low": cmp.interval.low, "ci95_high": cmp.interval.high,
             "interval_excludes_0": excludes_0, "target_ratio": target_ratio,
             "target_met": bool(ratio is not None and ratio >= target_ratio),
-            "human_rank_delta": (grpo.summary["human_rank"]["mean"] or 0.0) - (sft.summary["human_rank"]["mean"] or 0.0),
+            "human_rank_delta": (grpo.summary["human_rank"]["mean"] or 0.0)
+            - (sft.summary["human_rank"]["mean"] or 0.0),
             "per_env": [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff} for e in cmp.per_env]}
 
 
@@ -221,7 +223,8 @@ def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, runs: dict[str, str], 
 
 def report_rows(reports: dict[tuple[str, str], EvalReport]) -> list[dict[str, Any]]:
     return [{"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
-             "episodes": rep.n_episodes, "medal_rate": _fmt(rep.summary[RATE]), "valid_rate": _fmt(rep.summary["valid"]),
+             "episodes": rep.n_episodes, "medal_rate": _fmt(rep.summary[RATE]),
+             "valid_rate": _fmt(rep.summary["valid"]),
              "human_rank": _fmt(rep.summary["human_rank"]), "reward": _fmt(rep.summary["reward"])}
             for (label, scaffold), rep in reports.items()]
 
@@ -237,51 +240,52 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
                                             "workdir": str(root)}, name="bench learn")
     bs = Store(root / "sandmle.db")
     try:
-        train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
-        phases.end("synthesis")
-        phases.begin()
-        model_dir = tiny.ensure(bs.data_dir)
-        demo_stats = collect_demos(bs, plan, train_ids)
-        phases.end("demos")
-        phases.log(f"demos: {demo_stats}")
-        phases.begin()
-        sft, sft_summary = train_sft(bs, plan, seed)
-        phases.end("sft")
-        phases.begin()
-        trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases)
-        phases.end("grpo")
-        phases.begin()
-        reports = evaluate(bs, plan, model_dir, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids,
-                           phases.log)
-        phases.end("eval")
+        with torch_threads(1):  # see torch_threads: the tiny model on a shared CPU
+            train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
+            phases.end("synthesis")
+            phases.begin()
+            model_dir = tiny.ensure(bs.data_dir)
+            demo_stats = collect_demos(bs, plan, train_ids)
+            phases.end("demos")
+            phases.log(f"demos: {demo_stats}")
+            phases.begin()
+            sft, sft_summary = train_sft(bs, plan, seed)
+            phases.end("sft")
+            phases.begin()
+            trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases)
+            phases.end("grpo")
+            phases.begin()
+            reports = evaluate(bs, plan, model_dir, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids,
+                               phases.log)
+            phases.end("eval")
 
-        react = scaffold_result(bs, reports[("SFT", "react")], reports[("SFT+GRPO", "react")], plan, 1.2)
-        react["target_met"] = react["target_met"] and react["ci95_low"] > 0  # and the interval excludes 0
-        unseen = scaffold_result(bs, reports[("SFT", plan.unseen)], reports[("SFT+GRPO", plan.unseen)], plan, 1.1)
-        metrics = bs.runs.metrics(trainer.run_id)
-        png = plot_rewards(metrics, Path(results_dir) / ("learn_reward_quick.png" if quick else "learn_reward.png"),
-                           sft_medal=react["sft_medal"])
-        summary = {
-            "episodes_per_arm": plan.episodes_per_arm, "react": react,
-            "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
-            "train_envs": train_ids, "heldout_envs": heldout_ids, "heldout_seeds": list(plan.heldout_seeds),
-            **demo_stats, "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
-            "grpo_steps_done": grpo_summary["steps_done"], "grpo_warnings": grpo_summary["warnings"],
-            "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
-            "grpo_groups": sum(v for _, v in metrics.get("groups", [])),
-            "timings_s": phases.timings, "total_s": round(phases.elapsed(), 1), "plot": png.name,
-            "store": str(root / "sandmle.db"),
-        }
-        notes = [
-            f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
-            "(engine/rl/recipe.py): the same as `--model tiny`",
-            f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
-            f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
-            f"paired difference of the medal rate over (environment, RNG seed) pairs; 95% interval: "
-            f"{plan.n_boot} bootstrap resamples of environments and of pairs within them",
-        ]
-        store.runs.finish(bench_run, "done", summary=summary)
-        return BenchResult(name="learn", rows=report_rows(reports), summary=summary, notes=notes)
+            react = scaffold_result(bs, reports[("SFT", "react")], reports[("SFT+GRPO", "react")], plan, 1.2)
+            react["target_met"] = react["target_met"] and react["ci95_low"] > 0  # and the interval excludes 0
+            unseen = scaffold_result(bs, reports[("SFT", plan.unseen)], reports[("SFT+GRPO", plan.unseen)], plan, 1.1)
+            metrics = bs.runs.metrics(trainer.run_id)
+            png = plot_rewards(metrics, Path(results_dir) / ("learn_reward_quick.png" if quick else "learn_reward.png"),
+                               sft_medal=react["sft_medal"])
+            summary = {
+                "episodes_per_arm": plan.episodes_per_arm, "react": react,
+                "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
+                "train_envs": train_ids, "heldout_envs": heldout_ids, "heldout_seeds": list(plan.heldout_seeds),
+                **demo_stats, "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
+                "grpo_steps_done": grpo_summary["steps_done"], "grpo_warnings": grpo_summary["warnings"],
+                "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
+                "grpo_groups": sum(v for _, v in metrics.get("groups", [])),
+                "timings_s": phases.timings, "total_s": round(phases.elapsed(), 1), "plot": png.name,
+                "store": str(root / "sandmle.db"),
+            }
+            notes = [
+                f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
+                "(engine/rl/recipe.py): the same as `--model tiny`",
+                f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
+                f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
+                f"paired difference of the medal rate over (environment, RNG seed) pairs; 95% interval: "
+                f"{plan.n_boot} bootstrap resamples of environments and of pairs within them",
+            ]
+            store.runs.finish(bench_run, "done", summary=summary)
+            return BenchResult(name="learn", rows=report_rows(reports), summary=summary, notes=notes)
     except BaseException as exc:
         store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -40,7 +40,7 @@ from ..models.tiny import build_tiny_model
 from ..rl.config import GRPOConfig
 from ..rl.grpo import GRPOTrainer
 from ..sandbox import get_backend
-from . import BenchResult
+from . import BenchResult, torch_threads
 from .rollout import synthesized_envs
 
 EPISODES = 8
@@ -115,13 +115,9 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run(store, quick: bool = False, **_: Any) -> BenchResult:
-    import torch  # heavy optional dependency
-
     turns, new_tokens, rounds = (2, 32, 1) if quick else (4, 96, 3)
     rows: list[dict[str, Any]] = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(TORCH_THREADS)
-    with tempfile.TemporaryDirectory(prefix="sandmle-bench-sampler-") as tmp:
+    with torch_threads(TORCH_THREADS), tempfile.TemporaryDirectory(prefix="sandmle-bench-sampler-") as tmp:
         bench_store = Store(Path(tmp) / "bench.db")
         try:
             envs = synthesized_envs(bench_store, 2)
@@ -140,7 +136,6 @@ def run(store, quick: bool = False, **_: Any) -> BenchResult:
                 rows.append({"what": "GRPO step", "sampler": mode, **steps[mode]})
         finally:
             bench_store.close()
-            torch.set_num_threads(threads)
     keys = ["what", "sampler", "wall_s", "tokens", "tokens_per_s", "episodes_per_min", "cpu_ms_per_token",
             "mean_batch", "prefilled", "sampling_s", "sandbox_s", "update_s"]
     rows = [{k: r.get(k) for k in keys} for r in rows]
