@@ -12,7 +12,7 @@ What makes a one-million-parameter model learnable on a CPU in minutes (measured
   react turn is then 20–40 tokens instead of ~2,500, and what the model learns is the choice of blocks — the
   strategy (model family, text and media features, validate or not) — exactly the decision the teacher's mixed
   skill leaves open;
-- sampling at temperature 0.6 with 96 new tokens per turn and 6 react turns (:data:`POLICY`, :data:`MAX_TURNS`);
+- sampling at temperature 0.6 with 96 new tokens per turn and 6 react turns (:data:`TEMPERATURE`, :data:`MAX_NEW_TOKENS`, :data:`MAX_TURNS`);
   the training settings are in :mod:`engine.rl.recipe`.
 
 ``tiny`` resolves to ``<data dir>/models/tiny``, built on first use in a few seconds with no network.
