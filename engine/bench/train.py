@@ -25,7 +25,7 @@ from store import Store
 from ..agents.policies import tiny
 from ..rl.config import GRPOConfig, load_config
 from ..rl.grpo import GRPOTrainer
-from . import BenchResult
+from . import BenchResult, torch_threads
 from ._plot import line_plot
 from .learn import LearnPlan, collect_demos, make_envs, train_sft
 
@@ -76,15 +76,11 @@ def grpo_run(bs: Store, adapter: str, steps: int, mode: Mode, seed: int) -> dict
 
 
 def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, **_: Any) -> BenchResult:
-    import torch  # heavy optional dependency
-
     plan = QUICK if quick else PLAN
     steps, rounds = plan.grpo_steps, 1 if quick else 2
-    threads = torch.get_num_threads()
-    torch.set_num_threads(TORCH_THREADS)
     t0 = time.monotonic()
     runs: dict[str, list[dict[str, Any]]] = {m.label: [] for m in MODES}
-    with tempfile.TemporaryDirectory(prefix="sandmle-bench-train-") as tmp:
+    with torch_threads(TORCH_THREADS), tempfile.TemporaryDirectory(prefix="sandmle-bench-train-") as tmp:
         bs = Store(Path(tmp) / "bench.db")
         try:
             train_ids = make_envs(bs, plan, seed, _log)[0]
@@ -97,7 +93,6 @@ def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, *
                     _log(f"round {r + 1} {mode.label}: {runs[mode.label][-1]['wall_s']:.0f}s")
         finally:
             bs.close()
-            torch.set_num_threads(threads)
     rows, curves = [], {}
     for mode in MODES:
         done = runs[mode.label]
