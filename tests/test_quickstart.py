@@ -17,8 +17,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-pytestmark = pytest.mark.slow
-
 HEADING = "### Quick start: demonstrations, SFT, GRPO, eval"
 
 
@@ -68,6 +66,7 @@ def test_the_block_is_the_documented_path():
     assert sum(c.startswith("eval ") for c in commands) >= 4  # demonstrations and both adapters
 
 
+@pytest.mark.slow
 def test_the_sft_adapter_submits_valid_files_on_the_training_environments(quickstart):
     sft = quickstart["train"]["SFT_RUN"]
     assert sft["examples"] >= 8 and sft["train_loss"] < 3.0
@@ -75,6 +74,7 @@ def test_the_sft_adapter_submits_valid_files_on_the_training_environments(quicks
     assert train["summary"]["valid"]["mean"] >= 0.5
 
 
+@pytest.mark.slow
 def test_grpo_with_tinys_defaults_raises_the_training_reward(quickstart):
     from store import Store
 
