@@ -4,6 +4,7 @@ log-probs are the trainer's own recomputation of the sampled tokens."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
@@ -228,3 +229,41 @@ def test_the_prefix_cache_keeps_to_its_token_budget():
     assert cache.find((1, 2, 3)) == (0, None)  # not a proper prefix: nothing new to run
     cache.put(tuple(range(11)), ["too long"])  # longer than the whole budget: not kept
     assert cache.tokens == 8
+
+
+def test_rows_sharing_a_prompt_prefix_decode_on_one_copy_of_it(tiny):
+    """A GRPO group's rollouts share their task prompt: batched, they decode on one copy of its KV (each row reads
+    only its own suffix) and give the serial tokens; rows leaving early and the next turns' prefix cache agree."""
+    model, tok = tiny
+
+    def ids(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    task = ids("<|user|>\n" + "fit a model on the tabular data and print the validation score. " * 3)
+    tails = ["x<|end|><|assistant|>\n", "import pandas as pd<|end|><|assistant|>\n", "yy " * 5, "", ""]
+    prompts = [tuple(task + ids(t)) for t in tails] + [tuple(_prompts(tok)[2])]
+    requests = [SampleRequest(p, 5 + 3 * i, temperature=1.0, seed=i) for i, p in enumerate(prompts)]
+    shared = len(os.path.commonprefix([list(p) for p in prompts[:5]]))
+    assert shared >= len(task) > 16
+    serial = HFSampler(model, max_batch=1)
+    batched = HFSampler(model, max_batch=8, wait_ms=200, share_min_tokens=16)
+    try:
+        alone = [serial.generate([r])[0] for r in requests]
+        together = batched.generate(requests)
+        assert batched.stats.batches == 1 and batched.stats.shared_tokens == 4 * shared  # 5 rows, one copy
+        assert serial.stats.shared_tokens == 0
+        for a, b, r in zip(alone, together, requests):
+            assert a.token_ids == b.token_ids and len(b.token_ids) == r.max_new_tokens  # rows left one by one
+            assert max(abs(x - y) for x, y in zip(a.logprobs, b.logprobs)) < 1e-4
+        # the next turns: each conversation's whole KV (shared prefix + its own columns) was kept
+        nxt = [SampleRequest(r.prompt_ids + tuple(s.token_ids) + tuple(ids("<|tool|>\nok<|end|>")), 4, 1.0, seed=9)
+               for r, s in zip(requests, together)]
+        before = batched.stats.snapshot()
+        again = batched.generate(nxt)
+        assert batched.stats.cached_tokens - before.cached_tokens == sum(
+            len(r.prompt_ids) + len(s.token_ids) - 1 for r, s in zip(requests, together))
+        assert [s.token_ids for s in again] == [serial.generate([r])[0].token_ids for r in nxt]
+    finally:
+        serial.close()
+        batched.close()
+    assert model.config._attn_implementation == "sandmle_shared_prefix"  # sdpa for every other call

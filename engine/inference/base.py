@@ -75,6 +75,8 @@ class SamplerStats:
     busy_s: float = 0.0  #: wall time spent generating (batches run one at a time)
     prefill_tokens: int = 0  #: prompt tokens run through the model
     cached_tokens: int = 0  #: prompt tokens whose KV came from the prefix cache instead
+    #: prompt tokens rows of a batch decoded on from another row's copy (a shared prefix) instead of their own
+    shared_tokens: int = 0
 
     def __post_init__(self) -> None:
         self.lock = threading.Lock()  #: for samplers whose stats are updated from many threads
@@ -85,7 +87,7 @@ class SamplerStats:
 
     def snapshot(self) -> "SamplerStats":
         return SamplerStats(self.requests, self.batches, self.tokens, self.busy_s, self.prefill_tokens,
-                            self.cached_tokens)
+                            self.cached_tokens, self.shared_tokens)
 
     def since(self, before: "SamplerStats") -> dict[str, float]:
         batches = self.batches - before.batches
@@ -93,7 +95,8 @@ class SamplerStats:
                 "sampler_tokens": float(self.tokens - before.tokens), "sampler_busy_s": self.busy_s - before.busy_s,
                 "sampler_mean_batch": (self.requests - before.requests) / batches if batches else 0.0,
                 "sampler_prefill_tokens": float(self.prefill_tokens - before.prefill_tokens),
-                "sampler_cached_tokens": float(self.cached_tokens - before.cached_tokens)}
+                "sampler_cached_tokens": float(self.cached_tokens - before.cached_tokens),
+                "sampler_shared_tokens": float(self.shared_tokens - before.shared_tokens)}
 
 
 @runtime_checkable

@@ -12,6 +12,14 @@ The prefix cache: multi-turn episodes only append to their conversation, so the 
 prompt and the tokens it generated) is kept, and the episode's next turn prefills only its new messages; a prompt
 read once is kept too, so the rollouts of a GRPO group (same task, same prompt) read it once. LRU within
 ``prefix_cache_tokens``; cleared whenever new weights are published.
+
+Shared prefixes while decoding: rows whose prompts start with the same ``share_min_tokens`` or more tokens (a GRPO
+group's task prompt, and its episodes' later turns, which only append to it) keep that common prefix's KV once, not
+once per row. At each decoding step a group's queries read it together — one matrix product per group and layer —
+and each row reads only its own suffix; the two partial softmaxes are merged exactly (log-sum-exp). On a CPU, with
+long prompts and a small model, reading every row's KV cache is most of a decoding step, and that is the part
+batching alone cannot share. Used when the model runs transformers' ``sdpa`` attention (it is then registered as
+``sandmle_shared_prefix``, which is ``sdpa`` for every call but these decoding steps).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .base import Batcher, Sample, SampleRequest
@@ -110,9 +119,11 @@ class HFSampler:
     """The batched sampler around a (PEFT) causal LM already in memory, e.g. the trainer's live policy."""
 
     def __init__(self, model: Any, *, max_batch: int = 16, wait_ms: float = 5.0, version: int = 0,
-                 prefix_cache_tokens: int = 32768, name: str = "hf"):
+                 prefix_cache_tokens: int = 32768, share_min_tokens: int = 256, name: str = "hf"):
         self.model, self.version, self.name = model, int(version), name
         self.prefix = PrefixCache(prefix_cache_tokens)
+        #: rows of a batch whose prompts share at least this many leading tokens decode on one copy of them (0 = off)
+        self.share_min_tokens = int(share_min_tokens)
         self._batcher = Batcher(self._run_batch, max_batch=max_batch, wait_ms=wait_ms, name=name)
         self.stats = self._batcher.stats
 
@@ -144,12 +155,17 @@ class HFSampler:
         generators = [torch.Generator().manual_seed(_seed(r)) for r in requests]
         with torch.no_grad():
             rows, logits = zip(*(self._prefill(model, key, r.prompt_ids, device) for r in requests))
-            width = max(len(r.prompt_ids) for r in requests)
-            room = max(r.max_new_tokens for r in requests)
-            cache = _batch_cache(list(rows), width, room)
+            groups = _share([r.prompt_ids for r in requests], self.share_min_tokens) \
+                if self.share_min_tokens > 0 and _shared_prefix_attention(model) else []
+            shared = SharedPrefixes.of(groups, list(rows))
+            self.stats.shared_tokens += sum((len(members) - 1) * n for members, n in groups)
+            suffixes = [len(r.prompt_ids) - shared.length(b) for b, r in enumerate(requests)]
+            width, room = max(suffixes), max(r.max_new_tokens for r in requests)
+            cache = _batch_cache([[(k[:, -n:] if n else k[:, :0], v[:, -n:] if n else v[:, :0]) for k, v in row]
+                                  for row, n in zip(rows, suffixes)], width, room)
             att = torch.zeros((len(requests), width), dtype=torch.long, device=device)
-            for b, r in enumerate(requests):
-                att[b, width - len(r.prompt_ids):] = 1
+            for b, n in enumerate(suffixes):
+                att[b, width - n:] = 1
             last = torch.tensor([len(r.prompt_ids) - 1 for r in requests], device=device)
             out_logits = torch.stack(logits)
             out_ids: list[list[int]] = [[] for _ in requests]
@@ -167,19 +183,21 @@ class HFSampler:
                     elif len(out_ids[i]) < requests[i].max_new_tokens:
                         keep.append(row)
                         continue
-                    self._remember(cache, att, row, requests[i].prompt_ids + tuple(out_ids[i][:-1]))
+                    self._remember(cache, shared, att, row, requests[i].prompt_ids + tuple(out_ids[i][:-1]))
                 if not keep:
                     break
                 nxt = torch.tensor(tokens, dtype=torch.long, device=device)
                 if len(keep) < len(live):
                     sel = torch.tensor(keep, dtype=torch.long, device=device)
                     cache.batch_select_indices(sel)
+                    shared.select(keep)
                     att, last, nxt = att[sel], last[sel], nxt[sel]
                     live = [live[r] for r in keep]
                 att = torch.cat([att, att.new_ones((len(live), 1))], dim=1)
                 last = last + 1
+                extra = {"shared_prefixes": shared} if shared.groups else {}
                 out = model(input_ids=nxt[:, None], attention_mask=att, position_ids=last[:, None],
-                            use_cache=True, **{key: cache})
+                            use_cache=True, **{key: cache}, **extra)
                 out_logits = out.logits[:, -1, :]
         return [Sample(out_ids[i], out_lps[i], finish[i], version) for i in range(len(requests))]
 
@@ -202,11 +220,134 @@ class HFSampler:
         self.prefix.put(prompt[:-1], [(k[:, :-1], v[:, :-1]) for k, v in kv])  # for the same prompt again
         return kv, out.logits[0, -1]
 
-    def _remember(self, cache: Any, att: Any, row: int, tokens: tuple[int, ...]) -> None:
-        """Keep a finished row's KV (its real columns) for the conversation's next request."""
+    def _remember(self, cache: Any, shared: "SharedPrefixes", att: Any, row: int, tokens: tuple[int, ...]) -> None:
+        """Keep a finished row's KV (its shared prefix and its own real columns) for the conversation's next
+        request."""
+        import torch  # heavy optional dependency
+
         real = att[row].bool()
-        if self.prefix.max_tokens > 0 and int(real.sum()) == len(tokens):
-            self.prefix.put(tokens, [(layer.keys[row][:, real], layer.values[row][:, real]) for layer in cache.layers])
+        if self.prefix.max_tokens <= 0 or shared.length(row) + int(real.sum()) != len(tokens):
+            return
+        g = shared.group_of(row)
+        kv = [(layer.keys[row][:, real], layer.values[row][:, real]) for layer in cache.layers]
+        if g is not None:
+            kv = [(torch.cat([pk, k], dim=1), torch.cat([pv, v], dim=1)) for (pk, pv), (k, v) in zip(shared.kv[g], kv)]
+        self.prefix.put(tokens, kv)
+
+
+def _common_length(a: tuple[int, ...], b: tuple[int, ...], limit: int) -> int:
+    n = min(len(a), len(b), limit)
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _share(prompts: Sequence[tuple[int, ...]], min_tokens: int) -> list[tuple[list[int], int]]:
+    """Groups of rows (at least two) whose prompts share at least ``min_tokens`` leading tokens, each with the
+    length they all share; a row joins the first group it shares enough with."""
+    groups: list[tuple[list[int], int]] = []
+    for b, prompt in enumerate(prompts):
+        for g, (members, n) in enumerate(groups):
+            common = _common_length(prompts[members[0]], prompt, n)
+            if common >= min_tokens:
+                groups[g] = (members + [b], common)
+                break
+        else:
+            groups.append(([b], len(prompt)))
+    return [(members, n) for members, n in groups if len(members) > 1]
+
+
+@dataclass
+class SharedPrefixes:
+    """The prompt prefixes rows of a decoding batch share: per group, its rows (positions in the batch, as a list
+    and as an index tensor) and the per-layer (keys, values) [heads, tokens, dim] of the prefix, kept once."""
+
+    groups: list[list[int]]
+    index: list[Any]
+    kv: list[list[tuple[Any, Any]]]
+
+    @classmethod
+    def of(cls, groups: list[tuple[list[int], int]], rows: list[list[tuple[Any, Any]]]) -> "SharedPrefixes":
+        import torch  # heavy optional dependency
+
+        members = [m for m, _ in groups]
+        device = rows[0][0][0].device
+        return cls(members, [torch.tensor(m, dtype=torch.long, device=device) for m in members],
+                   [[(k[:, :n], v[:, :n]) for k, v in rows[m[0]]] for m, n in groups])
+
+    def group_of(self, row: int) -> int | None:
+        return next((g for g, members in enumerate(self.groups) if row in members), None)
+
+    def length(self, row: int) -> int:
+        """Tokens of ``row`` kept in its group's shared prefix (0 outside a group)."""
+        g = self.group_of(row)
+        return 0 if g is None else int(self.kv[g][0][0].shape[1])
+
+    def select(self, keep: list[int]) -> None:
+        """Only the rows ``keep`` stay in the batch, renumbered in that order; a group without rows goes."""
+        import torch  # heavy optional dependency
+
+        new = {old: i for i, old in enumerate(keep)}
+        kept = [([new[r] for r in members if r in new], kv) for members, kv in zip(self.groups, self.kv)]
+        kept = [(members, kv) for members, kv in kept if members]
+        self.groups, self.kv = [m for m, _ in kept], [kv for _, kv in kept]
+        self.index = [torch.tensor(m, dtype=torch.long, device=i.device) for m, i in zip(self.groups, self.index)]
+
+
+@functools.cache
+def _register_shared_prefix_attention() -> str:
+    """Register ``sandmle_shared_prefix`` with transformers: ``sdpa`` (its attention and its masks), except in a
+    decoding step given ``shared_prefixes``, where each group's queries read their shared prefix once."""
+    import torch  # heavy optional dependency
+    from transformers import AttentionInterface  # heavy optional dependency
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward  # heavy optional dependency
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask  # heavy optional dependency
+
+    def attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, *, scaling: float | None = None,
+                  shared_prefixes: SharedPrefixes | None = None, **kwargs: Any) -> tuple[Any, None]:
+        if shared_prefixes is None or query.shape[2] != 1:
+            return sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
+        batch, heads, _, dim = query.shape
+        kv_heads = key.shape[1]
+        # head h reads kv head h // (heads / kv_heads): the query heads of one kv head side by side
+        q = query.reshape(batch, kv_heads, heads // kv_heads, dim) * (dim ** -0.5 if scaling is None else scaling)
+        # each row's own columns (the rest of its prompt and what it generated): at least its newest token
+        scores = torch.matmul(q, key.transpose(-1, -2))
+        if attention_mask is not None:
+            scores = scores.masked_fill(~attention_mask, float("-inf")) if attention_mask.dtype == torch.bool \
+                else scores + attention_mask
+        top = scores.amax(-1, keepdim=True)
+        weights = (scores - top).exp()
+        total, out = weights.sum(-1, keepdim=True), torch.matmul(weights, value)
+        # each group's shared prefix: all its rows' queries against one copy of its keys and values
+        g_top, g_total, g_out = torch.full_like(top, float("-inf")), torch.zeros_like(total), torch.zeros_like(out)
+        for rows, kv in zip(shared_prefixes.index, shared_prefixes.kv):
+            k, v = kv[module.layer_idx]  # [kv heads, prefix, dim]
+            s = torch.matmul(q.index_select(0, rows).transpose(0, 1).reshape(kv_heads, -1, dim), k.transpose(-1, -2))
+            s_top = s.amax(-1, keepdim=True)
+            w = (s - s_top).exp()
+            for into, part in ((g_top, s_top), (g_total, w.sum(-1, keepdim=True)), (g_out, torch.matmul(w, v))):
+                into.index_copy_(0, rows, part.reshape(kv_heads, len(rows), -1, part.shape[-1]).transpose(0, 1))
+        # the two partial softmaxes merged exactly (rows outside any group: theirs is 0)
+        both = torch.maximum(top, g_top)
+        mine, theirs = (top - both).exp(), (g_top - both).exp()
+        out = (out * mine + g_out * theirs) / (total * mine + g_total * theirs)
+        return out.reshape(batch, heads, 1, dim).transpose(1, 2).contiguous(), None
+
+    AttentionInterface.register("sandmle_shared_prefix", attention)
+    AttentionMaskInterface.register("sandmle_shared_prefix", sdpa_mask)
+    return "sandmle_shared_prefix"
+
+
+def _shared_prefix_attention(model: Any) -> bool:
+    """Whether ``model`` can decode on shared prefixes: it runs ``sdpa`` attention (switched here to the
+    registered ``sandmle_shared_prefix``, the same for every other call) or already runs that."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    name = _register_shared_prefix_attention()
+    if base.config._attn_implementation == "sdpa":
+        base.set_attn_implementation(name)
+    return bool(base.config._attn_implementation == name)
 
 
 def _batch_cache(rows: list[list[tuple[Any, Any]]], width: int, room: int) -> Any:
