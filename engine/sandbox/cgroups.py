@@ -133,11 +133,6 @@ class RunCgroup:
                 return True
         return int((_read(d / "memory.failcnt") or "0").strip() or 0) > 0
 
-    def peak_memory_mb(self) -> float | None:
-        d = self.dirs.get("memory")
-        text = _read(d / "memory.max_usage_in_bytes") if d else None
-        return int(text) / 1024 / 1024 if text else None
-
     def cpu_s(self) -> float | None:
         d = self.dirs.get("cpuacct")
         text = _read(d / "cpuacct.usage") if d else None

@@ -73,12 +73,6 @@ class LocalWorkspace(HostFolderFiles, Workspace):
         return self.backend._run(self, ["python", filename], limits=limits, meta=meta, warm=use_warm,
                                  script=filename)
 
-    def disk_used_mb(self) -> float:
-        if self.quota:
-            st = os.statvfs(self.holder)
-            return (st.f_blocks - st.f_bfree) * st.f_frsize / 1024 / 1024
-        return _du(self.path) / 1024 / 1024
-
     def close(self) -> None:
         if not self._closed:
             self._closed = True

@@ -118,11 +118,6 @@ def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], *, wide: bool =
             click.echo("  ".join("-" * w for w in widths))
 
 
-def fail(message: str, code: int = 1) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
-
-
 class LineProgress:
     """Progress for a stderr that is not a terminal (a log file, a pipe, a workbench job): one plain line at the
     start, then one at most every ``every_s`` seconds, and one at the end, instead of a bar redrawn with \\r."""

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 from rich.segment import Segment
-from rich.style import Style
 from rich.text import Text
 from textual import work
 from textual.binding import Binding
@@ -82,9 +80,7 @@ class LogView(ScrollView, can_focus=True):
         self.poll_s = poll_s
         self._lv_starts: np.ndarray = _EMPTY
         self._lv_scanned = 0
-        self._lv_size = 0
         self._lv_cache: dict[int, str] = {}
-        self._lv_lock = threading.Lock()
         self._lv_observer = None
         self._lv_fh = None
         self._lv_max_width = 0
@@ -148,7 +144,7 @@ class LogView(ScrollView, can_focus=True):
         if self._lv_fh is not None:
             self._lv_fh.close()
             self._lv_fh = None
-        self._lv_starts, self._lv_scanned, self._lv_size, self._lv_max_width = _EMPTY, 0, 0, 0
+        self._lv_starts, self._lv_scanned, self._lv_max_width = _EMPTY, 0, 0
         self._lv_cache.clear()
         self.loaded = False
         self.virtual_size = Size(0, 0)
