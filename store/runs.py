@@ -186,7 +186,7 @@ class Runs(Repo[RunRow]):
         self.store.execute("UPDATE runs SET heartbeat_at = ? WHERE id = ?", (now(), run_id))
 
     # --------------------------------------------------------------- metrics
-    def log_metrics(self, run_id: str, step: int, values: dict[str, float | int | None]) -> None:
+    def log_metrics(self, run_id: str, step: int, values: Mapping[str, float | int | None]) -> None:
         stamp = now()
         rows = [(run_id, int(step), k, None if v is None else float(v), stamp) for k, v in values.items()]
         with self.store.transaction() as db:

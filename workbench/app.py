@@ -15,6 +15,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from store import Store
+
 from .jobs import Job, JobManager
 from .messages import JobFinished, JobStarted
 from .screens.base import BaseScreen
@@ -57,7 +59,7 @@ class Workbench(App):
         Binding("question_mark", "toggle_help", "Keys", id="app.help"),
     ]
 
-    def __init__(self, store, *, settings=None, poll_s: float = 0.5, **kwargs):
+    def __init__(self, store: Store, *, settings=None, poll_s: float = 0.5, **kwargs):
         super().__init__(**kwargs)
         from engine.config import Settings, load_settings
         from engine.errors import SandmleError
@@ -244,5 +246,5 @@ def _prewarm() -> None:
             pass
 
 
-def run_app(store) -> None:
+def run_app(store: Store) -> None:
     Workbench(store=store).run()

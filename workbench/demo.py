@@ -8,6 +8,7 @@ import math
 import random
 from pathlib import Path
 
+from store import Store
 from store.trajectories import Trajectory, Turn
 
 T0 = "2026-11-30T05:{:02d}:00.000+00:00"
@@ -57,7 +58,7 @@ def _write_env_files(root: Path, env_id: str, seed: int) -> list[dict]:
     return files
 
 
-def add_envs(store, n: int = 3) -> list[str]:
+def add_envs(store: Store, n: int = 3) -> list[str]:
     ids = []
     for i in range(n):
         env_id = f"env-tab-{i:03d}"
@@ -86,7 +87,7 @@ def add_envs(store, n: int = 3) -> list[str]:
     return ids
 
 
-def add_sandbox_runs(store, env_id: str | None = None) -> tuple[str, Path]:
+def add_sandbox_runs(store: Store, env_id: str | None = None) -> tuple[str, Path]:
     """Two sandbox runs; returns the running one's id and its (growing) log path."""
     logs = store.data_dir / "sandbox-logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -106,7 +107,7 @@ def add_sandbox_runs(store, env_id: str | None = None) -> tuple[str, Path]:
     return "sbx-live", live_log
 
 
-def add_training(store, env_ids: list[str]) -> str:
+def add_training(store: Store, env_ids: list[str]) -> str:
     run_id = store.runs.create("grpo", {"model": "tiny", "group_size": 2, "steps": 12, "env_split": "train"},
                                run_id="grpo-demo", status="running")
     store.runs.update(run_id, created_at=T0.format(4), started_at=T0.format(4), pid=None)
@@ -167,7 +168,7 @@ def demo_turns(good: bool) -> list[Turn]:
     ]
 
 
-def add_eval(store, env_ids: list[str]) -> list[str]:
+def add_eval(store: Store, env_ids: list[str]) -> list[str]:
     """Two eval runs of the same environments and seeds: the SFT adapter, then SFT+GRPO (paired episodes), each
     episode stored turn by turn as ``sandmle eval`` stores it."""
     ids = []
@@ -199,7 +200,7 @@ def add_eval(store, env_ids: list[str]) -> list[str]:
     return ids
 
 
-def populate(store) -> dict:
+def populate(store: Store) -> dict:
     from engine.seeds.load import load_shipped
 
     load_shipped(store)

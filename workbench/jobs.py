@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from store import Store
+
 from .cli.common import JOB_ID_VARIABLE
 
 LAUNCHER = "workbench"
@@ -157,7 +159,7 @@ class Job:
 class JobManager:
     """Starts, polls and stops the workbench's jobs; every state change is written to the store."""
 
-    def __init__(self, store):
+    def __init__(self, store: Store):
         self.store = store
         self.jobs: dict[str, Job] = {}
         self.adopt()
@@ -274,9 +276,6 @@ class JobManager:
     # ------------------------------------------------------------------ queries
     def running(self) -> list[Job]:
         return [j for j in self.jobs.values() if j.running]
-
-    def ordered(self) -> list[Job]:
-        return sorted(self.jobs.values(), key=lambda j: j.started, reverse=True)
 
 
 def stop_pid(pid: int | None) -> bool:

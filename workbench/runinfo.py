@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from store import Store
 
-def run_cost(store, run: dict[str, Any]) -> float:
+
+def run_cost(store: Store, run: dict[str, Any]) -> float:
     """USD spent on LLM APIs by a run: synthesis attempts and the episodes of ``anthropic:`` / ``openai:`` policies
     record their cost (``engine.llm``); an older Claude episode with tokens but no cost is priced by the Anthropic
     price table. 0 where no API was used."""
@@ -29,7 +31,7 @@ def run_cost(store, run: dict[str, Any]) -> float:
     return total
 
 
-def split_size(store, split: str) -> int:
+def split_size(store: Store, split: str) -> int:
     """How many verified environments a training launch on ``split`` (train, heldout or all) would use: ``all`` is
     every split but the real competitions, which training never selects."""
     from engine.envs.layout import REAL_SPLIT

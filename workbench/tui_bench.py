@@ -92,7 +92,7 @@ def build_store(folder: Path, n_envs: int, n_log_lines: int) -> dict:
     return {"envs_build_s": envs_s, "log_write_s": log_s, "log_mb": log.stat().st_size / 1e6}
 
 
-def run(store=None, quick: bool = False, repeats: int = 3, **_options: object) -> BenchResult:
+def run(store: Store | None = None, quick: bool = False, repeats: int = 3, **_options: object) -> BenchResult:
     """Median over ``repeats`` fresh app processes (the machine is shared and noisy)."""
     import statistics
 

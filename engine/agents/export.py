@@ -46,7 +46,7 @@ def iter_records(store: Store, *, with_tokens: bool = False, **filters: Any) -> 
         yield trajectory_record(store.trajectories.get(head.id), with_tokens=with_tokens)
 
 
-def export_trajectories(store, path: str | Path, *, fmt: str | None = None, with_tokens: bool = False,
+def export_trajectories(store: Store, path: str | Path, *, fmt: str | None = None, with_tokens: bool = False,
                         only_valid: bool = False, **filters: Any) -> int:
     """Write the selected trajectories to ``path`` (format from ``fmt`` or the suffix); returns the row count."""
     path = Path(path)

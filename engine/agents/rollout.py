@@ -8,6 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
+from store import Store
 from store.trajectories import Trajectory
 
 from ..envs.layout import EnvSpec
@@ -26,7 +27,7 @@ def new_trajectory_id() -> str:
     return f"traj-{uuid.uuid4().hex[:12]}"
 
 
-def register_env(store, env: EnvSpec, *, split: str | None = None) -> None:
+def register_env(store: Store, env: EnvSpec, *, split: str | None = None) -> None:
     """Make sure the store has a row for ``env`` (trajectories and eval results point at it); a real competition
     is (re)filed under the split ``real``, which training never selects."""
     split = split or env.split
@@ -45,7 +46,7 @@ def register_env(store, env: EnvSpec, *, split: str | None = None) -> None:
                     for i, s in enumerate(env.leaderboard)])
 
 
-def _submissions_dir(store) -> Path:
+def _submissions_dir(store: Store | None) -> Path:
     if store is not None:
         path = Path(store.data_dir) / "submissions"
     else:
@@ -55,8 +56,8 @@ def _submissions_dir(store) -> Path:
 
 
 def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbox: SandboxBackend | None = None,
-                store=None, run_id: str | None = None, group_id: str | None = None, step: int | None = None,
-                rng_seed: int | None = None, max_turns: int = 15, step_timeout_s: float | None = None,
+                store: Store | None = None, run_id: str | None = None, group_id: str | None = None,
+                step: int | None = None, rng_seed: int | None = None, max_turns: int = 15, step_timeout_s: float | None = None,
                 episode_timeout_s: float = 1200, reward: str = "milestone",
                 trajectory_id: str | None = None, on_turn=None) -> Trajectory:
     """Run one episode of ``policy`` on ``env`` through ``scaffold``; store it when ``store`` is given. Code runs

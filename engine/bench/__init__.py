@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from store import Store
+
 from ..errors import SandmleError
 
 #: benchmark name → module with a ``run`` function: engine/bench/<name>.py, plus those registered from outside
@@ -76,7 +78,7 @@ def torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def run_benchmark(name: str, store, results_dir: Path | None = None, **options: Any) -> tuple[BenchResult, Path]:
+def run_benchmark(name: str, store: Store, results_dir: Path | None = None, **options: Any) -> tuple[BenchResult, Path]:
     """Run benchmark ``name``; its result file (and any plot) goes to ``results_dir``, by default
     ``<data dir>/bench`` (``benchmarks/results`` holds the shipped results: pass it to update them)."""
     _load_registry()

@@ -68,7 +68,7 @@ def throughput(n_per_seed: int, workers: int, seeds: list[str], settings) -> dic
             "verified_per_min": round(verified / wall * 60, 2), "workers": workers}
 
 
-def run(store, quick: bool = False, seeds: list[str] | None = None, **_: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, seeds: list[str] | None = None, **_: Any) -> BenchResult:
     settings = load_settings()
     all_seeds = [s.to_row() for s in discover(SHIPPED_SEEDS)]
     if seeds:

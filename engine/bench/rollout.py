@@ -31,7 +31,7 @@ TARGET_OVERHEAD_MS_PER_STEP = 50.0
 TARGET_GRADE_MS = 50.0
 
 
-def synthesized_envs(store, count: int = 1) -> list[EnvSpec]:
+def synthesized_envs(store: Store, count: int = 1) -> list[EnvSpec]:
     """``count`` verified environments synthesized (procedural backend) from one shipped seed into ``store``."""
     load_shipped(store)
     report = synthesize(store, "tabular-binary-manufacturing", count, rng_seed=7)
@@ -40,7 +40,7 @@ def synthesized_envs(store, count: int = 1) -> list[EnvSpec]:
     return [EnvSpec.from_store(store, v.env_id) for v in report.verified]
 
 
-def run(store, quick: bool = False, **_options: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, **_options: Any) -> BenchResult:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sandmle-bench-rollout-") as tmp:
         bench_store = Store(Path(tmp) / "bench.db")

@@ -114,7 +114,7 @@ def _median(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2]
 
 
-def run(store, quick: bool = False, **_: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, **_: Any) -> BenchResult:
     turns, new_tokens, rounds = (2, 32, 1) if quick else (4, 96, 3)
     rows: list[dict[str, Any]] = []
     with torch_threads(TORCH_THREADS), tempfile.TemporaryDirectory(prefix="sandmle-bench-sampler-") as tmp:

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from store import Store
+
 from ..sandbox import get_backend
 from ..sandbox.features import detect
 from ..sandbox.local import LocalBackend
@@ -74,7 +76,7 @@ def _row(case: str, mode: str, secs: list[float], ref_p50_ms: float | None, isol
             "overhead_p90_ms": None if over90 is None else round(over90, 1), "isolation": isolation}
 
 
-def run(store, quick: bool = False, **_options: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, **_options: Any) -> BenchResult:
     n_empty, n_ml = (3, 1) if quick else (40, 10)
     notes: list[str] = []
     rows: list[dict[str, Any]] = []
@@ -129,7 +131,7 @@ def run(store, quick: bool = False, **_options: Any) -> BenchResult:
     return BenchResult(name="sandbox", rows=rows, summary=summary, notes=notes)
 
 
-def _docker_rows(store, rows: list[dict[str, Any]], ref: float, n: int) -> str | None:
+def _docker_rows(store: Store, rows: list[dict[str, Any]], ref: float, n: int) -> str | None:
     try:
         backend = get_backend("docker", store=store)
     except Exception as exc:  # no SDK, no daemon: a note, not a failure

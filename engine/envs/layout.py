@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store import process
+from store import Store, process
 
 from ..errors import SandmleError
 
@@ -102,9 +102,9 @@ class EnvSpec:
         )
 
     @classmethod
-    def from_store(cls, store, env_id: str) -> "EnvSpec":
+    def from_store(cls, store: Store, env_id: str) -> "EnvSpec":
         row = store.envs.get(env_id)
-        if not row.get("dir"):
+        if not row["dir"]:
             raise SandmleError(f"environment {env_id} has no files on disk")
         spec = cls.from_dir(row["dir"], env_id=row["id"])
         spec.thresholds = row.get("thresholds") or spec.thresholds
@@ -116,7 +116,7 @@ class EnvSpec:
         return spec
 
 
-def envs_root(store) -> Path:
+def envs_root(store: Store) -> Path:
     path = store.data_dir / "envs"
     path.mkdir(parents=True, exist_ok=True)
     return path

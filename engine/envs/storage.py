@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from store import sha256_file
+from store import Store, sha256_file
+from store.envs import EnvironmentRow
 
 from ..errors import SandmleError
 
@@ -33,14 +34,14 @@ def file_rows(env_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def env_dir_of(store, env_id: str) -> Path:
-    row = store.envs.get(env_id)
-    if not row.get("dir") or not Path(row["dir"]).is_dir():
-        raise SandmleError(f"environment {env_id} has no files on disk ({row.get('dir')})")
-    return Path(row["dir"])
+def env_dir_of(store: Store, env_id: str) -> Path:
+    folder = store.envs.get(env_id)["dir"]
+    if not folder or not Path(folder).is_dir():
+        raise SandmleError(f"environment {env_id} has no files on disk ({folder})")
+    return Path(folder)
 
 
-def export_env(store, env_id: str, dest: str | Path) -> Path:
+def export_env(store: Store, env_id: str, dest: str | Path) -> Path:
     """An MLE-bench-style competition folder: config.yaml, description.md, prepared/public, prepared/private,
     leaderboard.csv (plus generator.py and env.json)."""
     row = store.envs.get(env_id)
@@ -73,7 +74,7 @@ def export_env(store, env_id: str, dest: str | Path) -> Path:
     return dest
 
 
-def delete_env(store, env_id: str) -> dict[str, Any]:
+def delete_env(store: Store, env_id: str) -> EnvironmentRow:
     """Delete the row (files, leaderboard cascade) and the folder under the data dir."""
     row = store.envs.delete(env_id)
     folder = row.get("dir")
@@ -101,7 +102,7 @@ def regenerate(env_dir: str | Path, out: str | Path | None = None, rng_seed: int
             if p.is_file() and p.relative_to(out).as_posix() not in PIPELINE_FILES}
 
 
-def stored_hashes(store, env_id: str) -> dict[str, str]:
+def stored_hashes(store: Store, env_id: str) -> dict[str, str]:
     """{relative path: sha256} of the stored data files the generator wrote."""
     return {f["path"]: f["sha256"] for f in store.envs.files(env_id)
             if f["role"] in ("public", "private") and f["path"] not in PIPELINE_FILES}

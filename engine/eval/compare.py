@@ -10,12 +10,14 @@ competitions widens the interval as it should). The RNG seed is fixed: the same 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from store import Store
+
 from ..errors import SandmleError
-from .report import RATES, rates_of
+from .report import RATES, Result, rates_of
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,7 @@ class Comparison:
         return asdict(self)
 
 
-def _pairs(rows_a: list[dict], rows_b: list[dict], rate: str) -> tuple[dict[str, list[tuple[float, float]]], int]:
+def _pairs(rows_a: Sequence[Result], rows_b: Sequence[Result], rate: str) -> tuple[dict[str, list[tuple[float, float]]], int]:
     """env id → [(a, b)] over the seeds both runs hold, and how many pairs had the rate n/a."""
     a = {(r["env_id"], r["rng_seed"]): rates_of(r)[rate] for r in rows_a}
     b = {(r["env_id"], r["rng_seed"]): rates_of(r)[rate] for r in rows_b}
@@ -66,7 +68,7 @@ def _pairs(rows_a: list[dict], rows_b: list[dict], rate: str) -> tuple[dict[str,
     return out, skipped
 
 
-def compare_rows(rows_a: list[dict], rows_b: list[dict], rate: str = "any_medal", *, run_a: str = "A",
+def compare_rows(rows_a: Sequence[Result], rows_b: Sequence[Result], rate: str = "any_medal", *, run_a: str = "A",
                  run_b: str = "B", n_boot: int = 2000, seed: int = 0) -> Comparison:
     """The comparison of two runs' ``eval_results`` rows (see the module docstring)."""
     if rate not in RATES:
@@ -97,7 +99,7 @@ def compare_rows(rows_a: list[dict], rows_b: list[dict], rate: str = "any_medal"
                       only_b=sorted(keys_b - keys_a), not_applicable=skipped)
 
 
-def compare(store, run_a: str, run_b: str, rate: str = "any_medal", *, n_boot: int = 2000,
+def compare(store: Store, run_a: str, run_b: str, rate: str = "any_medal", *, n_boot: int = 2000,
             seed: int = 0) -> Comparison:
     """Compare two eval runs of the store (B − A)."""
     for run_id in (run_a, run_b):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from store import Store
+
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..seeds.competition import env_from_mlebench
@@ -59,7 +61,7 @@ def _meta_dir(folder: Path, registry: Path | None) -> Path | None:
 
 def data_dir_competitions(data_dir: Path, lite: bool, registry: str | Path | None,
                           cache_root: Path, *, metric: str | None = None,
-                          store=None) -> tuple[list[EnvSpec], list[Skipped]]:
+                          store: Store | None = None) -> tuple[list[EnvSpec], list[Skipped]]:
     """The prepared competitions of an MLE-bench data directory as environments, and the ones skipped."""
     registry = Path(registry).expanduser() if registry else None
     ids = lite_ids() if lite else sorted(p.name for p in data_dir.iterdir() if p.is_dir())

@@ -9,7 +9,10 @@ reward still count.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
+
+#: an ``eval_results`` row: stored (:class:`store.runs.EvalResult`) or about to be (``result_row``)
+Result = Mapping[str, Any]
 
 #: the rates reported, each a mean over environments per seed, then mean ± SEM over seeds
 RATES = ("any_medal", "gold", "silver", "bronze", "valid", "above_median", "human_rank", "reward")
@@ -28,11 +31,11 @@ def mean_sem(values: list[float]) -> tuple[float, float]:
     return m, math.sqrt(var / len(values))
 
 
-def has_board(row: dict[str, Any]) -> bool:
+def has_board(row: Result) -> bool:
     return bool(row.get("has_leaderboard", True))
 
 
-def rates_of(row: dict[str, Any]) -> dict[str, float | None]:
+def rates_of(row: Result) -> dict[str, float | None]:
     """Every rate of one episode (an ``eval_results`` row); None where it is n/a (no leaderboard)."""
     valid = bool(row["valid"])
     out: dict[str, float | None] = {"valid": float(valid), "reward": float(row.get("reward") or 0.0)}
@@ -56,12 +59,12 @@ def _stat(values: list[float]) -> dict[str, float | None]:
     return {"mean": m, "sem": s}
 
 
-def aggregate(rows: list[dict[str, Any]]) -> tuple[dict[str, dict[str, float | None]], list[dict[str, Any]]]:
+def aggregate(rows: Sequence[Result]) -> tuple[dict[str, dict[str, float | None]], list[dict[str, Any]]]:
     """(summary: each rate as mean ± SEM over seeds — ``None`` when n/a everywhere —, per-competition table).
     Episodes that could not run (an ``error``: unreachable policy endpoint, sandbox failure) are not results: left
     out of everything."""
     by_seed: dict[Any, list[dict[str, float | None]]] = {}
-    by_env: dict[str, list[dict[str, Any]]] = {}
+    by_env: dict[str, list[Result]] = {}
     for r in results_only(rows):
         by_seed.setdefault(r.get("rng_seed"), []).append(rates_of(r))
         by_env.setdefault(r["env_id"], []).append(r)
@@ -88,14 +91,14 @@ def _present(values: list[dict[str, float | None]], rate: str) -> list[float]:
     return [x for x in (v[rate] for v in values) if x is not None]
 
 
-def left_out(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def left_out(rows: Sequence[Result]) -> dict[str, Any]:
     """Episodes whose medals and HumanRank are n/a (no leaderboard), and their competitions."""
-    rows = results_only(rows)
-    envs = sorted({r["env_id"] for r in rows if not has_board(r)})
-    return {"episodes": sum(1 for r in rows if not has_board(r)), "envs": envs}
+    results = results_only(rows)
+    envs = sorted({r["env_id"] for r in results if not has_board(r)})
+    return {"episodes": sum(1 for r in results if not has_board(r)), "envs": envs}
 
 
-def results_only(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def results_only(rows: Sequence[Result]) -> list[Result]:
     """The episodes that ran (those with an ``error`` could not: they are counted apart)."""
     return [r for r in rows if not r.get("error")]
 

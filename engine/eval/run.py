@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NotRequired, Sequence, TypedDict, cast
+
+from store import Store
 
 from ..agents.policies import load_policy
 from ..agents.rollout import register_env, run_episode
@@ -30,6 +32,25 @@ from .report import aggregate, left_out
 DEFAULT_TURNS = {"react": 15, "aide": 5, "oneshot": 1}
 #: executor names of eval runs stored before every kind of work went through engine.executors
 LEGACY_KINDS = {"thread": "local"}
+
+
+class EvalConfig(TypedDict):
+    """An eval run's config (the ``runs`` row's ``config``): what ``runs resume`` needs to finish it."""
+
+    policy: str  #: the policy's name
+    policy_spec: str | None  #: the spec it was loaded from (None: a policy object, which cannot be resumed)
+    scaffold: str
+    envs: list[str]
+    rng_seeds: list[int]
+    max_turns: int
+    step_timeout_s: float
+    episode_timeout_s: float
+    reward: str
+    workers: int
+    executor: str
+    address: str | None
+    skipped: NotRequired[list[dict[str, str]]]
+    sandbox: NotRequired[dict[str, Any]]  #: the SandboxSettings its code ran under (absent in older runs)
 
 
 @dataclass
@@ -92,12 +113,12 @@ def run_episode_item(worker: Worker, item: EpisodeItem) -> dict[str, Any]:
     return result_row(traj, item.scaffold)
 
 
-def sandbox_backend(store):
+def sandbox_backend(store: Store):
     """The sandbox backend of the settings, with their per-step limits (timeout, memory, disk quota)."""
     return get_backend(store=store, settings=load_settings().sandbox)
 
 
-def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",
+def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",
              rng_seeds: list[int] | tuple[int, ...] = (0,), max_turns: int | None = None,
              step_timeout_s: float | None = None, episode_timeout_s: float = 1200, reward: str = "milestone",
              workers: int = 2, executor: str = "local", address: str | None = None, name: str | None = None,
@@ -123,19 +144,19 @@ def run_eval(store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "
                            f"not {executor}; pass a spec string")
     for env in envs:
         register_env(store, env)
-    config = {"policy": spec, "policy_spec": spec, "scaffold": scaffold,
+    config: EvalConfig = {"policy": spec or "", "policy_spec": spec, "scaffold": scaffold,
               "envs": [e.id for e in envs], "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
               "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
               "address": address, "skipped": [s.to_dict() for s in skipped], "sandbox": sandbox.model_dump()}
     with _executor(store, config, on_lost) as ex:
         policy_obj = _policy(executor, policy)
-        config["policy"] = getattr(policy_obj, "name", spec)
+        config["policy"] = getattr(policy_obj, "name", None) or config["policy"]
         run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
         jobs = [(env, seed) for seed in seeds for env in envs]
         return _execute(store, ex, run_id, config, policy_obj, jobs, progress)
 
 
-def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | None = None,
+def resume_eval(store: Store, run_id: str, *, progress: Callable[[int, int], None] | None = None,
                 on_lost: Callable[[str], None] | None = None) -> EvalReport:
     """Finish an eval run that was killed or stopped: the episodes it has not stored (and those that could not
     run) are played with the same seeds and settings; the ones it finished are kept."""
@@ -144,19 +165,20 @@ def resume_eval(store, run_id: str, *, progress: Callable[[int, int], None] | No
         raise SandmleError(f"run {row['id']} is a {row['kind']} run, not an eval run")
     if row["status"] == "done":
         raise SandmleError(f"eval run {row['id']} already finished")
-    config = row["config"]
-    if config.get("policy_spec") is None:
+    config = cast(EvalConfig, row["config"])
+    policy_spec = config["policy_spec"]
+    if policy_spec is None:
         raise SandmleError(f"eval run {row['id']} evaluated a policy object, not a spec: it cannot be resumed")
     envs = {env_id: EnvSpec.from_store(store, env_id) for env_id in config["envs"]}
     jobs = [(envs[env_id], seed) for env_id, seed in missing_episodes(store, row["id"])]
     with _executor(store, config, on_lost) as ex:
         store.runs.drop_eval_errors(row["id"])  # episodes that could not run get another try
         store.runs.start(row["id"])
-        return _execute(store, ex, row["id"], config, _policy(config["executor"], config["policy_spec"]), jobs,
+        return _execute(store, ex, row["id"], config, _policy(config["executor"], policy_spec), jobs,
                         progress)
 
 
-def _executor(store, config: dict[str, Any], on_lost: Callable[[str], None] | None) -> Executor:
+def _executor(store: Store, config: EvalConfig, on_lost: Callable[[str], None] | None) -> Executor:
     """The run's executor, its workers' sandbox backends started: one that cannot start fails here, first. (A run
     stored before its config kept the sandbox settings runs under the current ones.)"""
     kind = LEGACY_KINDS.get(config["executor"], config["executor"])
@@ -179,15 +201,15 @@ def _policy(executor: str, policy: Any) -> Any:
     return policy
 
 
-def missing_episodes(store, run_id: str) -> list[tuple[str, int]]:
+def missing_episodes(store: Store, run_id: str) -> list[tuple[str, int]]:
     """The (environment id, seed) episodes of an eval run with no result yet (or one that could not run)."""
-    config = store.runs.get(run_id)["config"]
+    config = cast(EvalConfig, store.runs.get(run_id)["config"])
     finished = {(r["env_id"], r["rng_seed"]) for r in store.runs.eval_results(run_id) if not r.get("error")}
     return [(env_id, seed) for seed in config["rng_seeds"] for env_id in config["envs"]
             if (env_id, seed) not in finished]
 
 
-def _execute(store, ex: Executor, run_id: str, config: dict[str, Any], policy: Any,
+def _execute(store: Store, ex: Executor, run_id: str, config: EvalConfig, policy: Any,
              jobs: list[tuple[EnvSpec, int]], progress: Callable[[int, int], None] | None) -> EvalReport:
     """Play ``jobs`` (environment, seed) under eval run ``run_id`` on the executor's workers, storing each
     episode's result as it ends; then report on every episode the run holds."""

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from store import Store
+from store.envs import EnvironmentRow
+
 from ..config import load_settings
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
@@ -34,7 +37,8 @@ def _is_env_dir(path: Path) -> bool:
     return (path / "public").is_dir() and (path / "private" / "grade.json").is_file()
 
 
-def envs_from_folder(folder: Path, cache_root: Path, *, metric: str | None = None, store=None) -> list[EnvSpec]:
+def envs_from_folder(folder: Path, cache_root: Path, *, metric: str | None = None,
+                     store: Store | None = None) -> list[EnvSpec]:
     if _is_env_dir(folder):
         return [EnvSpec.from_dir(folder)]
     if is_mlebench_folder(folder):
@@ -50,11 +54,11 @@ def envs_from_folder(folder: Path, cache_root: Path, *, metric: str | None = Non
     return out
 
 
-def _stored(store, rows: list[dict[str, Any]]) -> list[EnvSpec]:
+def _stored(store: Store, rows: list[EnvironmentRow]) -> list[EnvSpec]:
     return [EnvSpec.from_store(store, r["id"]) for r in rows]
 
 
-def _select_part(store, part: str, cache: Path, metric: str | None) -> tuple[list[EnvSpec], list[Skipped]]:
+def _select_part(store: Store, part: str, cache: Path, metric: str | None) -> tuple[list[EnvSpec], list[Skipped]]:
     data_dir = parse_selector(part)
     if data_dir is not None:
         return data_dir_competitions(*data_dir, load_settings().mlebench.competitions, cache, metric=metric,
@@ -76,7 +80,7 @@ def _select_part(store, part: str, cache: Path, metric: str | None) -> tuple[lis
     return [EnvSpec.from_store(store, part)], []
 
 
-def select(store, selector: str, *, limit: int | None = None, metric: str | None = None,
+def select(store: Store, selector: str, *, limit: int | None = None, metric: str | None = None,
            quota_mb: float | None = None) -> Selection:
     """Resolve an environment selector (see the module docstring) to environment specs, in a stable order.
     ``metric`` overrides the metric of real competitions; environments whose public data exceed ``quota_mb``
@@ -106,12 +110,12 @@ def select(store, selector: str, *, limit: int | None = None, metric: str | None
     return Selection(specs, skipped)
 
 
-def select_envs(store, selector: str, *, limit: int | None = None, metric: str | None = None) -> list[EnvSpec]:
+def select_envs(store: Store, selector: str, *, limit: int | None = None, metric: str | None = None) -> list[EnvSpec]:
     """:func:`select`'s environments."""
     return select(store, selector, limit=limit, metric=metric).envs
 
 
-def resolve_env(store, ref: str, *, metric: str | None = None) -> EnvSpec:
+def resolve_env(store: Store, ref: str, *, metric: str | None = None) -> EnvSpec:
     """One environment: a stored id, an environment folder, or an MLE-bench competition folder."""
     specs = select_envs(store, ref, metric=metric)
     if len(specs) != 1:

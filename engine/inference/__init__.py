@@ -4,8 +4,10 @@ Backends, one module each, imported lazily: ``hf`` (batched in-process generatio
 ``vllm_server`` (a ``vllm serve --enable-lora`` process over its OpenAI-compatible API) and ``vllm_colocated``
 (an in-process ``vllm.LLM`` on the training GPU)."""
 
+from __future__ import annotations
+
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .base import (
     Sample,
@@ -22,13 +24,16 @@ from .hf import HFSampler
 from .vllm_colocated import VLLMColocatedSampler
 from .vllm_server import VLLMServerSampler, launch_server
 
+if TYPE_CHECKING:  # heavy: only the type of the live model a sampler serves
+    import torch
+
 __all__ = ["Sample", "SampleRequest", "Sampler", "SamplerError", "SamplerStats", "StaleSampleError",
            "adapter_name", "adapter_version", "check_fresh", "make_sampler", "SAMPLERS"]
 
 SAMPLERS = ("hf", "vllm", "vllm-colocated")
 
 
-def make_sampler(kind: str, model: Any, *, model_path: str, work_dir: str | Path,
+def make_sampler(kind: str, model: torch.nn.Module, *, model_path: str, work_dir: str | Path,
                  url: str | None = None, max_batch: int = 16, wait_ms: float = 5.0, prefix_cache_tokens: int = 32768,
                  lora_rank: int = 16, seed: int = 0) -> Sampler:
     """The sampler a trainer uses for its live ``model``: ``hf`` shares it in memory; ``vllm`` talks to the server

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from store import sha256_file
+from store import Store, sha256_file
 
 STATE_FILE = "trainer_state.pt"
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -35,7 +35,7 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(store, run_id: str, run_dir: Path, step: int, model: Any, *, optimizer: Any = None,
+def save_checkpoint(store: Store, run_id: str, run_dir: Path, step: int, model: Any, *, optimizer: Any = None,
                     extra: dict[str, Any] | None = None) -> Path:
     """Save and record the checkpoint of ``step`` (the number of completed steps)."""
     final = Path(run_dir) / "checkpoints" / f"step-{step:06d}"

@@ -46,7 +46,7 @@ def select_trajectories(store: Store, cfg: SFTConfig) -> list[Trajectory]:
     return rows
 
 
-def build_dataset(store, tokenizer: Any, cfg: SFTConfig):
+def build_dataset(store: Store, tokenizer: Any, cfg: SFTConfig):
     from datasets import Dataset  # heavy optional dependency: loaded only when used
 
     examples = []
@@ -59,7 +59,7 @@ def build_dataset(store, tokenizer: Any, cfg: SFTConfig):
 
 
 class SFTRun:
-    def __init__(self, store, cfg: SFTConfig, *, run_id: str | None = None,
+    def __init__(self, store: Store, cfg: SFTConfig, *, run_id: str | None = None,
                  on_progress: Callable[[int, int, dict], None] | None = None, processes: Processes = ONE):
         self.store, self.cfg, self.on_progress, self.processes = store, cfg, on_progress, processes
         if run_id is None and processes.is_main:
@@ -67,12 +67,12 @@ class SFTRun:
             store.runs.create("sft", asdict(cfg), name=cfg.name, dir=str(store.data_dir / "runs" / run_id),
                               run_id=run_id)
         run_id = processes.broadcast(run_id)  # the main process made the run; the others train under its id
-        self.run_dir = Path(store.runs.get(run_id)["dir"])
+        self.run_dir = Path(store.runs.get(run_id)["dir"] or store.data_dir / "runs" / run_id)
         self.run_id = run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def resume(cls, store, run_id: str, **kw: Any) -> "SFTRun":
+    def resume(cls, store: Store, run_id: str, **kw: Any) -> "SFTRun":
         row = store.runs.get(run_id)
         if row["status"] == "done":
             raise TrainingError(f"run {row['id']} already finished")

@@ -14,13 +14,15 @@ import os
 import shutil
 from pathlib import Path
 
+from store import Store
+
 from ..envs.layout import REAL_SPLIT, EnvSpec, GradeSpec
 from ..errors import SandmleError
 from ..grading.metrics import get_metric
 from .mlebench import csv_head, distinct_values, find_prepared, load_mlebench_folder, read_yaml
 
 
-def _stored_metric(store, comp_id: str, folder: Path) -> str | None:
+def _stored_metric(store: Store | None, comp_id: str, folder: Path) -> str | None:
     """The metric a ``seeds import --metric`` recorded for this competition folder."""
     row = store.seeds.find(comp_id) if store is not None else None
     if row and row.get("source_format") == "mlebench" and row.get("source_path") == str(folder):
@@ -38,8 +40,8 @@ def _answers_file(private: Path, configured: str) -> Path:
     return candidates[0]
 
 
-def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str | None = None, store=None,
-                      meta: Path | None = None) -> EnvSpec:
+def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str | None = None,
+                      store: Store | None = None, meta: Path | None = None) -> EnvSpec:
     """One competition folder as a gradable environment (see the module docstring). ``metric`` overrides the
     grader; without it, the metric a previous ``seeds import --metric`` stored for the folder applies."""
     folder = Path(folder).resolve()

@@ -12,6 +12,7 @@ import click
 
 from engine.rl import recipe
 from engine.rl.config import GRPOConfig, SFTConfig
+from store import Store
 
 from .common import Context, emit_json, pass_ctx, progress, warn
 
@@ -62,7 +63,7 @@ def _overrides(cls: type, kw: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _job_run(store, kind: str, cfg: Any) -> str | None:
+def _job_run(store: Store, kind: str, cfg: Any) -> str | None:
     """The run row a workbench job made for this command, filled in with ``cfg`` and a run folder (the trainer then
     runs under the job's id); None outside a job, and the trainer makes its own."""
     run_id = store.runs.adopt(kind, asdict(cfg), name=cfg.name)

@@ -16,6 +16,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select
 
+from store import Store
+
 from ..jobs import build_argv, command_options, resolve_command
 
 #: run kind → the sandmle subcommand that runs it
@@ -69,7 +71,7 @@ def run_defaults(run: dict[str, Any] | None) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v not in (None, "")}
 
 
-def envs_text(store, envs: str) -> str:
+def envs_text(store: Store, envs: str) -> str:
     """What the environments field means: a split and how many verified environments it has, or a list of ids."""
     from ..runinfo import split_size
 
