@@ -74,3 +74,30 @@ def test_killed_owner_leaves_no_container(world, tmp_path):
     get_backend("docker", root=tmp_path).close()
     assert not backend.client.containers.list(all=True, filters={"id": container_id})
     assert not [v for v in backend.client.volumes.list() if v.name == volume]
+
+
+def test_doctor_deep_lists_and_repair_removes_what_a_killed_owner_left(world, tmp_path, run_cli):
+    """`doctor --deep` lists the container and volume of a workspace whose process was killed (not those of a live
+    one); `--repair` removes them."""
+    _, backend, host = world
+    code = ("import os; from engine.sandbox import get_backend\n"
+            f"ws = get_backend('docker', root={str(tmp_path)!r}).open(None, label='orphan')\n"
+            "print(ws.container.name, ws.volume.name, flush=True); os.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
+    container, volume = out.stdout.split()
+    with backend.open(None, label="live") as live:
+        res = run_cli("doctor", "--deep", "--json")
+        assert res.code == 1, res.err
+        found = {p["subject"]: p for p in res.json()["problems"] if p["check"] == "docker leftovers"}
+        assert {f"container {container}", f"volume {volume}"} <= set(found)
+        assert not found[f"container {container}"]["repaired"]
+        assert f"container {live.container.name}" not in found and f"volume {live.volume.name}" not in found
+
+        res = run_cli("doctor", "--deep", "--repair", "--json")
+        repaired = {p["subject"]: p["action"] for p in res.json()["problems"] if p["check"] == "docker leftovers"}
+        assert repaired[f"container {container}"] == repaired[f"volume {volume}"] == "removed it"
+        assert not backend.client.containers.list(all=True, filters={"name": container})
+        assert not [v for v in backend.client.volumes.list() if v.name == volume]
+        assert live.run("echo alive").stdout_tail.strip() == "alive"  # the live workspace is untouched
+        res = run_cli("doctor", "--deep", "--json")
+        assert not {f"container {container}", f"volume {volume}"} & {p["subject"] for p in res.json()["problems"]}

@@ -71,6 +71,35 @@ def test_eval_episode_under_docker_with_the_configured_limits(run_cli, home, sto
     assert {(r["limits"]["memory_mb"], r["limits"]["max_procs"]) for r in rows} == {(1500, 9)}
 
 
+def test_runs_resume_of_an_eval_runs_under_the_sandbox_it_was_started_with(run_cli, home, store):
+    """An eval stopped after its first episode and resumed after [sandbox] changed: the episodes it had left run
+    under the settings kept in its config ("sandbox"), not the new ones."""
+    from engine.config import SandboxSettings
+    from engine.envs.layout import EnvSpec
+    from engine.eval.run import run_eval
+
+    def stop(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    started = SandboxSettings(backend="local", memory_mb=1500, max_procs=9, timeout_s=120.0)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(store, "scripted", [EnvSpec.from_dir(TINY)], scaffold="oneshot", rng_seeds=[0, 1, 2], workers=1,
+                 sandbox=started, progress=stop)
+    [run] = store.runs.list(kind="eval")
+    assert run["status"] == "stopped" and len(store.runs.eval_results(run["id"])) == 1
+    assert run["config"]["sandbox"]["memory_mb"] == 1500
+    before = {r["id"] for r in _runs_of(store, run_id=run["id"])}
+
+    _configure(home, backend="local", memory_mb=1100, max_procs=12, timeout_s=50.0)
+    res = run_cli("runs", "resume", run["id"], "--json")
+    assert res.code == 0, res.err
+    assert res.json()["n_episodes"] == 3 and res.json()["errors"] == 0
+    resumed = [r for r in _runs_of(store, run_id=run["id"]) if r["id"] not in before]
+    assert resumed and {r["backend"] for r in resumed} == {"local"}
+    assert {(r["limits"]["memory_mb"], r["limits"]["max_procs"], r["limits"]["timeout_s"]) for r in resumed} == \
+        {(1500, 9, 120.0)}
+
+
 def _backend_of(worker, _item):
     """An executor work function: the name and default limits of the worker's sandbox backend."""
     limits = worker.sandbox.default_limits

@@ -413,6 +413,47 @@ class DockerWorkspace(Workspace):
             self.backend.discard(self.container, self.volume)
 
 
+@dataclass
+class Leftover:
+    """A container or volume of a workspace whose owning process, on this host, has ended (killed mid-episode)."""
+
+    kind: str  #: "container" or "volume"
+    name: str
+    owner: str  #: its ``sandmle.owner`` label (``pid start host``)
+    resource: Container | Volume
+
+    def remove(self) -> None:
+        _remove(self.resource)
+
+
+def _remove(resource: Container | Volume) -> None:
+    try:
+        resource.remove(force=True)
+    except Exception:  # already gone
+        pass
+
+
+def leftovers(client: DockerClient) -> list[Leftover]:
+    """The workspaces' containers, then volumes (a volume goes once its container has), labelled ``sandmle`` whose
+    owner process has ended; a live process's, and another host's, are never listed."""
+    found: list[Leftover] = []
+    label = {"label": "sandmle=workspace"}
+    for container in client.containers.list(all=True, filters=label):
+        found.append(Leftover("container", container.name, container.labels.get("sandmle.owner", ""), container))
+    for volume in client.volumes.list(filters=label):
+        found.append(Leftover("volume", volume.name, (volume.attrs.get("Labels") or {}).get("sandmle.owner", ""),
+                              volume))
+    return [leftover for leftover in found if process.tag_gone(leftover.owner)]
+
+
+def reachable(timeout_s: float = 2.0) -> DockerClient | None:
+    """A client of the Docker daemon when the SDK is installed and a daemon answers; else None."""
+    try:
+        return connect(timeout_s)
+    except SandboxError:
+        return None
+
+
 class DockerBackend(SandboxBackend):
     name = "docker"
 
@@ -468,12 +509,9 @@ class DockerBackend(SandboxBackend):
         return {"sandmle": "workspace", "sandmle.label": label or "", "sandmle.owner": process.tag()}
 
     def _sweep_stale(self) -> None:
-        """Remove containers (and their volumes) whose owning process, on this host, is gone (killed mid-episode)."""
-        for container in self.client.containers.list(all=True, filters={"label": "sandmle=workspace"}):
-            if not process.tag_gone(container.labels.get("sandmle.owner")):
-                continue
-            volumes = [m["Name"] for m in container.attrs.get("Mounts", []) if m.get("Type") == "volume"]
-            self._remove(container, [self.client.volumes.get(v) for v in volumes])
+        """Remove the containers and volumes whose owning process, on this host, is gone (killed mid-episode)."""
+        for leftover in leftovers(self.client):
+            leftover.remove()
 
     def open(self, source: Path | None = None, *, label: str | None = None) -> DockerWorkspace:
         if source is not None and not Path(source).is_dir():
@@ -506,16 +544,5 @@ class DockerBackend(SandboxBackend):
         return ws
 
     def discard(self, container: Container, volume: Volume) -> None:
-        self._remove(container, [volume])
-
-    @staticmethod
-    def _remove(container: Container, volumes: list[Volume]) -> None:
-        try:
-            container.remove(force=True)
-        except Exception:  # already gone
-            pass
-        for volume in volumes:
-            try:
-                volume.remove(force=True)
-            except Exception:  # already gone
-                pass
+        _remove(container)  # the container first: a volume in use cannot go
+        _remove(volume)

@@ -1,5 +1,6 @@
 """``sandmle doctor --deep``: the store's integrity, every verified environment's files against their stored
-hashes, folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`). ``repair`` fixes
+hashes, folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`; on a Docker daemon
+that answers, also the containers and volumes labelled ``sandmle`` whose process has ended). ``repair`` fixes
 what is safe to fix (leftovers, orphan folders) and says what it did; the rest is reported with what to do."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from store import Store, sha256_file
 from store.envs import EnvFile, EnvironmentRow
 
 from ..envs.layout import BUILD_PREFIX
+from ..sandbox import docker
 from . import leftovers
 from .leftovers import Finding, remove_folder
 
@@ -20,7 +22,8 @@ ENV_FOLDERS = ("envs", "envs-imported")
 
 def deep_check(store: Store, *, repair: bool = False) -> list[Finding]:
     """Every problem found (repaired ones marked so when ``repair``)."""
-    findings = [*_integrity(store), *_env_files(store), *_orphan_folders(store), *leftovers.find(store)]
+    findings = [*_integrity(store), *_env_files(store), *_orphan_folders(store), *leftovers.find(store),
+                *_docker_leftovers()]
     if repair:
         for finding in findings:
             finding.repair()
@@ -91,3 +94,18 @@ def _orphan_folders(store: Store) -> list[Finding]:
                 out.append(Finding("orphan folders", str(folder), "no environment row points at this folder",
                                    fix=partial(remove_folder, folder)))
     return out
+
+
+def _docker_leftovers() -> list[Finding]:
+    """Workspace containers and volumes whose process has ended (none when no Docker daemon answers)."""
+    client = docker.reachable()
+    if client is None:
+        return []
+    return [Finding("docker leftovers", f"{leftover.kind} {leftover.name}",
+                    f"a workspace {leftover.kind} whose process (pid {leftover.owner.split()[0]}) has ended",
+                    fix=partial(_remove_docker, leftover)) for leftover in docker.leftovers(client)]
+
+
+def _remove_docker(leftover: docker.Leftover) -> str:
+    leftover.remove()
+    return "removed it"
