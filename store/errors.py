@@ -19,14 +19,14 @@ def why_unusable(folder: Path) -> str | None:
     if not folder.is_dir():
         return f"the folder {folder} does not exist"
     try:
-        st = os.statvfs(folder)
+        fs = os.statvfs(folder)
     except OSError as exc:
         return f"{folder}: {exc.strerror}"
-    if st.f_flag & os.ST_RDONLY:
+    if fs.f_flag & os.ST_RDONLY:
         return f"{folder} is on a read-only file system"
     if not os.access(folder, os.W_OK):
         return f"{folder} is not writable"
-    if st.f_bavail * st.f_frsize < 1024 * 1024:
+    if fs.f_bavail * fs.f_frsize < 1024 * 1024:
         return f"no space left on the device of {folder}"
     return None
 

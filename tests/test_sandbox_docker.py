@@ -62,29 +62,35 @@ def test_files_in_and_out(world, tmp_path):
         check_files_in_and_out(ws, tmp_path)
 
 
+def _killed_with_a_workspace_open(tmp_path) -> tuple[str, str]:
+    """The container and volume names of a workspace whose process was killed (kill -9) with it open."""
+    code = ("import os; from engine.sandbox import get_backend\n"
+            f"ws = get_backend('docker', root={str(tmp_path)!r}).open(None, label='orphan')\n"
+            "print(ws.container.name, ws.volume.name, flush=True); os.kill(os.getpid(), 9)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
+    container, volume = out.stdout.split()
+    return container, volume
+
+
+def _exists(backend, container: str, volume: str) -> tuple[bool, bool]:
+    return (any(c.name == container for c in backend.client.containers.list(all=True)),
+            any(v.name == volume for v in backend.client.volumes.list()))
+
+
 def test_killed_owner_leaves_no_container(world, tmp_path):
     """A process killed with its workspace open: the next backend removes the container and its volume."""
     store, backend, host = world
-    code = ("import os, sys; from engine.sandbox import get_backend\n"
-            f"ws = get_backend('docker', root={str(tmp_path)!r}).open(None, label='orphan')\n"
-            "print(ws.container.id, ws.volume.name, flush=True); os.kill(os.getpid(), 9)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
-    container_id, volume = out.stdout.split()
-    assert backend.client.containers.list(all=True, filters={"id": container_id})
+    container, volume = _killed_with_a_workspace_open(tmp_path)
+    assert _exists(backend, container, volume) == (True, True)
     get_backend("docker", root=tmp_path).close()
-    assert not backend.client.containers.list(all=True, filters={"id": container_id})
-    assert not [v for v in backend.client.volumes.list() if v.name == volume]
+    assert _exists(backend, container, volume) == (False, False)
 
 
 def test_doctor_deep_lists_and_repair_removes_what_a_killed_owner_left(world, tmp_path, run_cli):
     """`doctor --deep` lists the container and volume of a workspace whose process was killed (not those of a live
     one); `--repair` removes them."""
     _, backend, host = world
-    code = ("import os; from engine.sandbox import get_backend\n"
-            f"ws = get_backend('docker', root={str(tmp_path)!r}).open(None, label='orphan')\n"
-            "print(ws.container.name, ws.volume.name, flush=True); os.kill(os.getpid(), 9)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=os.environ)
-    container, volume = out.stdout.split()
+    container, volume = _killed_with_a_workspace_open(tmp_path)
     with backend.open(None, label="live") as live:
         res = run_cli("doctor", "--deep", "--json")
         assert res.code == 1, res.err
@@ -96,8 +102,7 @@ def test_doctor_deep_lists_and_repair_removes_what_a_killed_owner_left(world, tm
         res = run_cli("doctor", "--deep", "--repair", "--json")
         repaired = {p["subject"]: p["action"] for p in res.json()["problems"] if p["check"] == "docker leftovers"}
         assert repaired[f"container {container}"] == repaired[f"volume {volume}"] == "removed it"
-        assert not backend.client.containers.list(all=True, filters={"name": container})
-        assert not [v for v in backend.client.volumes.list() if v.name == volume]
+        assert _exists(backend, container, volume) == (False, False)
         assert live.run("echo alive").stdout_tail.strip() == "alive"  # the live workspace is untouched
         res = run_cli("doctor", "--deep", "--json")
         assert not {f"container {container}", f"volume {volume}"} & {p["subject"] for p in res.json()["problems"]}

@@ -35,10 +35,10 @@ TEST_CAP = 10_000
 
 def _program(seed_row: dict[str, Any], rng_seed: int):
     rng = np.random.default_rng(rng_seed)
-    bp = analyze(seed_row)
-    scenario = design(bp, seed_row, rng)
-    spec = grade_spec(bp, scenario)
-    return render_program(build_config(bp, scenario, spec, difficulty(bp, rng))), spec, scenario
+    blueprint = analyze(seed_row)
+    scenario = design(blueprint, seed_row, rng)
+    spec = grade_spec(blueprint, scenario)
+    return render_program(build_config(blueprint, scenario, spec, difficulty(blueprint, rng))), spec, scenario
 
 
 def pipeline_time(sandbox, env_dir: Path, spec, limits) -> tuple[float, str]:

@@ -372,19 +372,19 @@ class LocalBackend(SandboxBackend):
         handle.close()
         wall = time.monotonic() - start
         try:
-            st = json.loads(status_path.read_text() or "{}")
+            exit_info = json.loads(status_path.read_text() or "{}")
         except (OSError, ValueError):
-            st = {}
-        code = st.get("exit_code")
-        sig = st.get("signal")
+            exit_info = {}
+        code = exit_info.get("exit_code")
+        sig = exit_info.get("signal")
         if sig is not None:
             code = -int(sig)
         elif self.mode == "bwrap" and handle.proc is not None and code is not None and code > 128:
             code = 128 - code  # bubblewrap reports a signalled command as 128 + the signal
         cpu = (cg.cpu_s() if cg is not None else None)
         if cpu is None:
-            cpu = float(st.get("cpu_s") or 0.0)
-        rss = float(st.get("maxrss_kb") or 0) / 1024
+            cpu = float(exit_info.get("cpu_s") or 0.0)
+        rss = float(exit_info.get("maxrss_kb") or 0) / 1024
         if cg is not None:
             mem_hit = cg.memory_limit_hit()
             pids_hit = cg.pids_limit_hit()
@@ -444,8 +444,8 @@ class LocalBackend(SandboxBackend):
 
 def _disk_full(ws: LocalWorkspace, disk_cap: int) -> bool:
     if ws.quota:  # the tmpfs is full, or holds more than this run's own (smaller) limit
-        st = os.statvfs(ws.holder)
-        return st.f_bavail * st.f_frsize < 256 * 1024 or (st.f_blocks - st.f_bfree) * st.f_frsize >= disk_cap
+        fs = os.statvfs(ws.holder)
+        return fs.f_bavail * fs.f_frsize < 256 * 1024 or (fs.f_blocks - fs.f_bfree) * fs.f_frsize >= disk_cap
     return _du(ws.path) >= disk_cap
 
 
