@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from engine.bench import available, register, run_benchmark
+
 from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
@@ -20,8 +22,6 @@ from .common import Context, emit_json, pass_ctx, table, wide_option
 @pass_ctx
 def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
-    from engine.bench import run_benchmark
-
     known = benchmarks()  # registers the workbench's own too
     if not name:
         for n in known:
@@ -42,8 +42,6 @@ def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str |
 
 def benchmarks() -> list[str]:
     """The engine's benchmarks plus the workbench's own (``tui``), registered with the engine's runner."""
-    from engine.bench import available, register
-
     register("tui", "workbench.tui_bench")
     return available()
 

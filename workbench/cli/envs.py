@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 import click
+
+from engine.envs.storage import delete_env, export_env
+from engine.eval.select import set_split
+from engine.synthesis.add import add_program, read_program
+from engine.synthesis.diversity import diversity
+from engine.synthesis.fidelity import fidelity_line, stored_fidelity
+from engine.synthesis.usage import usage_summary
 
 from .common import Context, emit_json, pass_ctx, table, wide_option
 
@@ -42,8 +51,6 @@ def list_(ctx: Context, seed_id: str | None, status: str | None, as_json: bool, 
 def split_(ctx: Context, selector: str, split: str, as_json: bool) -> None:
     """Move environments between the train and held-out splits. SELECTOR as in `eval --envs`: env ids,
     split:NAME, seed:ID or all (comma-separated)."""
-    from engine.eval.select import set_split
-
     ids = set_split(ctx.store, selector, split)
     if as_json:
         emit_json({"split": split, "moved": ids})
@@ -72,14 +79,10 @@ def _g(value: float | None) -> str:
 @pass_ctx
 def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
     """Show one environment: card, fidelity to its seed, thresholds, leaderboard and the synthesis history."""
-    from engine.synthesis.fidelity import fidelity_line, stored_fidelity
-
     store = ctx.store
     row = store.envs.get(env_id)
     board = store.envs.leaderboard(env_id)
     attempts = store.envs.attempts(env_id=env_id)
-    from engine.synthesis.usage import usage_summary
-
     usage = usage_summary(attempts)
     if as_json:
         emit_json({**row, "leaderboard": board, "files": store.envs.files(env_id), "usage": usage,
@@ -130,8 +133,6 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
 def add(ctx: Context, seed_id: str, program_path: str, description_path: str | None, metric: str | None,
         timeout_s: float | None, rng_seed: int, as_json: bool) -> None:
     """Verify a hand-written generator program as an environment: exit 0 when verified, 1 when rejected."""
-    from engine.synthesis.add import add_program, read_program
-
     ctx.store.seeds.get(seed_id)
     description = read_program(description_path) if description_path else None
     outcome = add_program(ctx.store, seed_id, read_program(program_path), description=description, metric=metric,
@@ -155,8 +156,6 @@ def add(ctx: Context, seed_id: str, program_path: str, description_path: str | N
 @pass_ctx
 def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) -> None:
     """Distinct domains, column-name overlap and fingerprint similarity across stored environments."""
-    from engine.synthesis.diversity import diversity
-
     report = diversity(ctx.store.envs.list(seed_id=seed_id, status=status))
     if as_json:
         emit_json(report.to_dict())
@@ -179,11 +178,6 @@ def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) ->
 @pass_ctx
 def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> None:
     """Write an MLE-bench-style competition folder (config.yaml, description.md, prepared/, leaderboard.csv)."""
-    import shutil
-    from pathlib import Path
-
-    from engine.envs.storage import export_env
-
     folder = Path(dest)
     if folder.is_dir() and any(folder.iterdir()):
         if not force:
@@ -206,8 +200,6 @@ def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> 
 @pass_ctx
 def delete(ctx: Context, env_id: str, as_json: bool) -> None:
     """Delete an environment: its row, files, leaderboard and folder."""
-    from engine.envs.storage import delete_env
-
     row = delete_env(ctx.store, env_id)
     if as_json:
         emit_json({"id": env_id, "deleted": True, "dir": row.get("dir")})

@@ -5,6 +5,13 @@ from __future__ import annotations
 
 import click
 
+from engine.config import load_settings
+from engine.eval.compare import compare as compare_runs
+from engine.eval.report import competition, fmt, markdown, table_headers, table_rows
+from engine.eval.run import run_eval
+from engine.eval.select import select
+from engine.sandbox import get_backend
+
 from .common import POSITIVE_S, Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
@@ -49,11 +56,6 @@ def eval_(click_ctx: click.Context, ctx: Context, policy_spec: str, scaffold: st
         return
     if not selector:
         raise click.UsageError("Missing option '--envs'.")
-    from engine.config import load_settings
-    from engine.eval.run import run_eval
-    from engine.eval.select import select
-    from engine.sandbox import get_backend
-
     settings = load_settings()
     sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
                                         timeout_s=timeout_s)
@@ -79,8 +81,6 @@ def show_report(report, *, as_json: bool = False, as_markdown: bool = False, wid
     if as_json:
         emit_json(report.to_dict())
     elif as_markdown:
-        from engine.eval.report import markdown
-
         click.echo(markdown(report.summary, report.per_env, skipped=report.skipped, excluded=report.left_out), nl=False)
     else:
         _print_report(report, wide)
@@ -93,8 +93,6 @@ def show_report(report, *, as_json: bool = False, as_markdown: bool = False, wid
 
 
 def _print_report(report, wide: bool) -> None:
-    from engine.eval.report import competition, fmt, table_headers, table_rows
-
     click.echo(f"eval run {report.run_id}: {report.policy} · {report.scaffold} · {report.n_envs} competitions × "
                f"{len(report.rng_seeds)} seeds · {report.wall_s:.0f}s")
     headers = [SHORT.get(h, h) for h in table_headers()]
@@ -126,9 +124,6 @@ def _print_report(report, wide: bool) -> None:
 def compare(ctx: Context, run_a: str, run_b: str, rate: str, n_boot: int, as_json: bool, wide: bool) -> None:
     """Compare two eval runs: per competition and overall, the paired difference B − A of one rate (episodes pair
     up by environment and RNG seed) with a bootstrap 95% interval. E.g. RUN_A = SFT, RUN_B = SFT+GRPO."""
-    from engine.eval.compare import compare as compare_runs
-    from engine.eval.report import competition
-
     cmp = compare_runs(ctx.store, run_a, run_b, rate, n_boot=n_boot)
     if as_json:
         emit_json(cmp.to_dict())

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from engine.eval.select import resolve_env
+from engine.grading import grade as grade_fn
+
 from .common import Context, emit_json, pass_ctx
 
 
@@ -16,9 +19,6 @@ from .common import Context, emit_json, pass_ctx
 def grade(ctx: Context, env: str, submission: str, metric: str | None, as_json: bool) -> None:
     """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench
     competition folder. Exits 0 for a valid submission, 3 for an invalid one."""
-    from engine.eval.select import resolve_env
-    from engine.grading import grade as grade_fn
-
     spec = resolve_env(ctx.store, env, metric=metric)
     report = grade_fn(spec, submission)
     if as_json:

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 import click
 
+from engine.agents.policies import load_policy
+from engine.agents.rollout import run_episode
+from engine.config import load_settings
+from engine.errors import SandmleError
+from engine.eval.mlebench import quota_problem
+from engine.eval.run import DEFAULT_TURNS
+from engine.eval.select import resolve_env
+from engine.grading.rewards import get_scheme
+from engine.sandbox import get_backend
+
 from .common import POSITIVE_S, Context, emit_json, pass_ctx
 from .sandbox_options import sandbox_options
 
@@ -28,17 +38,6 @@ def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_tur
             sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,
             episode_timeout: float, reward: str, metric: str | None, show: bool, as_json: bool) -> None:
     """Run one episode and store the trajectory, its submission, grade report and reward."""
-    from engine.agents.policies import load_policy
-    from engine.agents.rollout import run_episode
-    from engine.config import load_settings
-    from engine.errors import SandmleError
-    from engine.eval.run import DEFAULT_TURNS
-    from engine.eval.select import resolve_env
-    from engine.grading.rewards import get_scheme
-    from engine.eval.mlebench import quota_problem
-
-    from engine.sandbox import get_backend
-
     sandbox_settings = load_settings().sandbox.override(backend=sandbox_backend, memory_mb=memory_mb,
                                                         max_procs=max_procs, timeout_s=timeout_s)
     get_scheme(reward)

@@ -8,9 +8,15 @@ import socket
 
 import click
 
+from engine.errors import TrainingError
+from engine.eval.run import missing_episodes, resume_eval
+from engine.models.adapters import final_adapter
+from engine.rl.config import GRPOConfig, SFTConfig, config_from_dict
 from store import process
 
 from .common import Context, emit_json, pass_ctx, progress, table, warn, wide_option
+from .eval import show_report
+from .train import _run_grpo, _run_sft, launch_processes
 
 
 def _alive(row: dict) -> bool:
@@ -51,8 +57,6 @@ def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
 def show(ctx: Context, run_id: str, as_json: bool) -> None:
     """Show a run: config, summary, last metrics, checkpoints and (sft, grpo) the final adapter, which
     `--adapter` and `hf:...,adapter=` also accept as the run id itself."""
-    from engine.models.adapters import final_adapter
-
     row = ctx.store.runs.get(run_id)
     metrics = ctx.store.runs.metrics(row["id"])
     ckpts = ctx.store.runs.checkpoints(row["id"])
@@ -84,8 +88,6 @@ def show(ctx: Context, run_id: str, as_json: bool) -> None:
 @pass_ctx
 def stop(ctx: Context, run_id: str) -> None:
     """Ask a running run to stop: it saves a checkpoint after the current step and ends as 'stopped'."""
-    from engine.errors import TrainingError
-
     row = ctx.store.runs.get(run_id)
     if row["status"] not in ("running", "pending"):
         raise TrainingError(f"run {row['id']} is {row['status']}, not running")
@@ -104,32 +106,20 @@ def stop(ctx: Context, run_id: str) -> None:
 def resume(ctx: Context, run_id: str, as_json: bool) -> None:
     """Continue a stopped, failed or killed run with the same config: training from its last checkpoint, an eval
     with the episodes it has not finished (same seeds)."""
-    from engine.errors import TrainingError
-
     row = ctx.store.runs.get(run_id)
     if row["status"] == "running" and _alive(row) and int(row["pid"]) != os.getpid():
         raise TrainingError(f"run {row['id']} is still running (pid {row['pid']})", hint="stop it first")
     if row["kind"] == "grpo":
-        from engine.rl.config import GRPOConfig, config_from_dict
-        from engine.rl.grpo import GRPOTrainer
-
-        from .train import _run_grpo, launch_processes
+        from engine.rl.grpo import GRPOTrainer  # loads torch: only when training
 
         processes = launch_processes(ctx, config_from_dict(GRPOConfig, row["config"]))
         _run_grpo(GRPOTrainer.resume(ctx.store, row["id"], on_lost=warn, processes=processes), as_json)
     elif row["kind"] == "sft":
-        from engine.rl.config import SFTConfig, config_from_dict
-        from engine.rl.sft import SFTRun
-
-        from .train import _run_sft, launch_processes
+        from engine.rl.sft import SFTRun  # loads torch: only when training
 
         processes = launch_processes(ctx, config_from_dict(SFTConfig, row["config"]))
         _run_sft(SFTRun.resume(ctx.store, row["id"], processes=processes), as_json)
     elif row["kind"] == "eval":
-        from engine.eval.run import missing_episodes, resume_eval
-
-        from .eval import show_report
-
         with progress(len(missing_episodes(ctx.store, row["id"])), f"eval {row['id']}") as bar:
             report = resume_eval(ctx.store, row["id"], progress=lambda done, total: bar.update(done - bar.pos),
                                  on_lost=warn)

@@ -10,6 +10,13 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engine.config import load_settings
+from engine.errors import SandboxError
+from engine.executors import SandboxJob, get_executor, run_sandbox_job
+from engine.sandbox import RunMeta, get_backend
+from engine.sandbox.docker import connect
+from engine.sandbox.image import BASE_IMAGE, build_base_image
+
 from .common import Context, emit_json, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
@@ -42,10 +49,6 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, sandbox_backe
             executor: str, address: str | None, repeat: int, workers: int | None, as_json: bool,
             command: tuple[str, ...]) -> None:
     """Run COMMAND (after `--`) in a fresh workspace and print the result; exit 1 unless its status is ok."""
-    from engine.config import load_settings
-    from engine.errors import SandboxError
-    from engine.sandbox import RunMeta, get_backend
-
     if env_id and workdir:
         raise SandboxError("give --env or --workdir, not both")
     settings = load_settings()
@@ -84,9 +87,6 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, sandbox_backe
 def _run_many(ctx: Context, kind: str, address: str | None, repeat: int, workers: int | None,
               source: Path | None, env_id: str | None, sandbox_settings: SandboxSettings, warm: bool | None,
               command: list[str], as_json: bool) -> None:
-    from engine.executors import SandboxJob, get_executor, run_sandbox_job
-    from engine.sandbox import RunMeta
-
     job = SandboxJob(command=command, source=str(source) if source else None, warm=warm, meta=RunMeta(env_id=env_id))
     with progress(repeat, f"{kind} executor") as bar:
         with get_executor(kind, store=ctx.store, workers=workers, sandbox=sandbox_settings, address=address,
@@ -108,9 +108,6 @@ def build_image(ctx: Context, name: str | None) -> None:
     """Build the docker backend's base image here, without a registry: an empty root filesystem imported with
     `docker import`; containers of it mount this machine's /usr, /etc, interpreter and virtual env read-only.
     (The docker backend builds it on first use too; on a GPU server, name any image in [sandbox] docker_image.)"""
-    from engine.sandbox.docker import connect
-    from engine.sandbox.image import BASE_IMAGE, build_base_image
-
     name = name or BASE_IMAGE
     image_id = build_base_image(connect(), name)
     click.echo(f"built {name} ({image_id[:19]})")
@@ -185,8 +182,6 @@ def runs_show(ctx: Context, run_id: str, as_json: bool) -> None:
 @pass_ctx
 def runs_log(ctx: Context, run_id: str, follow: bool) -> None:
     """Print a run's full log (capped); with --follow, stream a running run's output until it ends."""
-    from engine.errors import SandboxError
-
     row = ctx.store.sandbox.get(run_id)
     log = Path(row["log_path"]) if row.get("log_path") else None
     if follow and row["status"] == "running" and log is not None:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import click
+
+from engine.seeds.load import discover, store_seeds
+from engine.seeds.mlebench import is_mlebench_folder, load_mlebench_folder
 
 from .common import Context, emit_json, pass_ctx, table, wide_option
 
@@ -83,11 +87,6 @@ def import_(ctx: Context, path: str, metric: str | None, force: bool, as_json: b
     Every seed is validated before anything is stored: one bad seed stores none. A seed whose content changed
     under the same id says what changed; while environments depend on it, only --force replaces it.
     """
-    from pathlib import Path
-
-    from engine.seeds.load import discover, store_seeds
-    from engine.seeds.mlebench import is_mlebench_folder, load_mlebench_folder
-
     if metric and is_mlebench_folder(Path(path)):
         imported = [load_mlebench_folder(path, metric=metric)]
     else:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import click
 
+from engine.config import load_settings
+from engine.synthesis.pipeline import synthesis_executor, synthesize
+
 from .common import Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
@@ -28,9 +31,6 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
           timeout_s: float | None, as_json: bool, wide: bool) -> None:
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
     none was verified; attempts the backend could not answer are counted as errors, not rejections."""
-    from engine.config import load_settings
-    from engine.synthesis.pipeline import synthesis_executor, synthesize
-
     settings = load_settings()
     settings.sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
                                                  timeout_s=timeout_s)

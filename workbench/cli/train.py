@@ -11,7 +11,7 @@ from typing import Any, Callable
 import click
 
 from engine.rl import recipe
-from engine.rl.config import GRPOConfig, SFTConfig
+from engine.rl.config import GRPOConfig, SFTConfig, load_config
 from store import Store
 
 from .common import Context, emit_json, pass_ctx, progress, warn
@@ -85,8 +85,7 @@ def train() -> None:
 def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
     """Trajectory-wise GRPO with LoRA: G rollouts per environment, group-normalized advantages, checkpoints every
     K steps (resume with `sandmle runs resume ID`)."""
-    from engine.rl.config import load_config
-    from engine.rl.grpo import GRPOTrainer
+    from engine.rl.grpo import GRPOTrainer  # loads torch: only when training
 
     cfg = load_config(GRPOConfig, config_file, _overrides(GRPOConfig, kw))
     processes = launch_processes(ctx, cfg)
@@ -143,8 +142,7 @@ def _run_grpo(trainer, as_json: bool) -> None:
 @pass_ctx
 def sft(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
     """SFT (TRL) on stored trajectories with reward >= --min-reward; loss on assistant tokens only."""
-    from engine.rl.config import load_config
-    from engine.rl.sft import SFTRun
+    from engine.rl.sft import SFTRun  # loads torch: only when training
 
     cfg = load_config(SFTConfig, config_file, _overrides(SFTConfig, kw))
     processes = launch_processes(ctx, cfg)

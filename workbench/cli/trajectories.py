@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from engine.agents.export import export_trajectories
+
 from .common import Context, emit_json, pass_ctx, table, wide_option
 
 
@@ -75,8 +77,6 @@ SUFFIXES = {".jsonl": "jsonl", ".parquet": "parquet"}
 @pass_ctx
 def export(ctx: Context, out, fmt, force, run, env, policy, min_reward, valid_only, tokens) -> None:
     """Export trajectories as an HF-datasets-compatible JSONL or Parquet file (chat `messages` + outcomes)."""
-    from engine.agents.export import export_trajectories
-
     suffix = Path(out).suffix.lower()
     if fmt is None and suffix not in SUFFIXES:
         raise click.BadParameter(f"unknown extension {suffix or '(none)'!r}; use .jsonl or .parquet (or --format)",
