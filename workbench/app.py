@@ -8,6 +8,9 @@ themselves when anything (another process included) commits to the store: the ap
 
 from __future__ import annotations
 
+import importlib
+import threading
+import time
 from functools import partial
 from typing import Iterable
 
@@ -15,6 +18,8 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from engine.config import Settings, load_settings
+from engine.errors import SandmleError
 from store import Store
 
 from .jobs import Job, JobManager
@@ -28,6 +33,7 @@ from .screens.sandbox import SandboxScreen
 from .screens.seeds import SeedsScreen
 from .screens.training import TrainingScreen
 from .widgets.keys_panel import KeysPanel
+from .widgets.trajectory_view import code_highlighter
 from .themes import DEFAULT_THEME, THEMES_DIR, save_theme, saved_theme, shipped_themes
 
 #: mode name → (screen class, key)
@@ -61,9 +67,6 @@ class Workbench(App):
 
     def __init__(self, store: Store, *, settings=None, poll_s: float = 0.5, **kwargs):
         super().__init__(**kwargs)
-        from engine.config import Settings, load_settings
-        from engine.errors import SandmleError
-
         self.store = store
         try:
             self.settings = settings or load_settings()
@@ -86,8 +89,6 @@ class Workbench(App):
 
     # ------------------------------------------------------------------ start
     def on_mount(self) -> None:
-        import threading
-
         # pandas (~0.7 s) and pygments' lexers take long to import: do it now, off the UI thread, before a
         # dataset preview or a highlighted description needs them
         self.set_timer(1.0, threading.Thread(target=_prewarm, daemon=True).start)
@@ -159,8 +160,6 @@ class Workbench(App):
         self._refresh_active(force=now)
 
     def _refresh_active(self, force: bool) -> None:
-        import time
-
         if not force and time.monotonic() - self._last_reload < 1.0:
             return  # the next poll picks it up
         self._last_reload = time.monotonic()
@@ -234,10 +233,6 @@ class Workbench(App):
 
 
 def _prewarm() -> None:
-    import importlib
-
-    from .widgets.trajectory_view import code_highlighter
-
     code_highlighter()  # the rollout view's Python lexer (compiling its regexes takes ~0.1 s)
     for name in ("pandas", "pygments.lexers.shell"):
         try:

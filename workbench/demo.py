@@ -8,6 +8,7 @@ import math
 import random
 from pathlib import Path
 
+from engine.seeds.load import load_shipped
 from store import Store
 from store.trajectories import Trajectory, Turn
 
@@ -201,8 +202,6 @@ def add_eval(store: Store, env_ids: list[str]) -> list[str]:
 
 
 def populate(store: Store) -> dict:
-    from engine.seeds.load import load_shipped
-
     load_shipped(store)
     envs = add_envs(store)
     live_id, live_log = add_sandbox_runs(store, envs[0])

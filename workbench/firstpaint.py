@@ -8,16 +8,19 @@ import asyncio
 import json
 import time
 
+from textual.app import App
+from textual.widgets import DataTable, Footer, Input, Static
+
+from engine.config import Settings
+from store import Store
+
+from .app import SCREENS, Workbench
+from .screens.env_detail import EnvDetailScreen
+from .screens.trajectories import TrajectoriesScreen
+
 
 async def measure(db: str, env_id: str | None = None, run_id: str | None = None,
                   size: tuple[int, int] = (80, 24)) -> list[dict]:
-    from engine.config import Settings
-    from store import Store
-
-    from .app import SCREENS, Workbench
-    from .screens.env_detail import EnvDetailScreen
-    from .screens.trajectories import TrajectoriesScreen
-
     store = Store(db)
     rows: list[dict] = []
 
@@ -65,9 +68,6 @@ async def measure(db: str, env_id: str | None = None, run_id: str | None = None,
 async def bare_app(size: tuple[int, int]) -> float:
     """First paint of a bare Textual app with an input, a table of 10 rows and a footer: the floor this machine
     sets under any screen (measured side by side, since a shared machine is noisy)."""
-    from textual.app import App
-    from textual.widgets import DataTable, Footer, Input, Static
-
     class Bare(App):
         def compose(self):
             yield Input()

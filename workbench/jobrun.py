@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
+
+from store import Store
+
+from .cli import main as cli_main
+from .jobs import tail
 
 
 def main() -> None:
@@ -13,8 +19,6 @@ def main() -> None:
         raise SystemExit("usage: python -m workbench.jobrun RUN_ID LOG -- ARGV…")
     # SIGTERM ends the job like Ctrl-C does (the commands save their work on KeyboardInterrupt)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    from workbench.cli import main as cli_main
-
     code: int = 0
     try:
         cli_main(argv)
@@ -32,12 +36,6 @@ def main() -> None:
 
 
 def _record(run_id: str, log_path: str, code: int) -> None:
-    from pathlib import Path
-
-    from store import Store
-
-    from .jobs import tail
-
     status = "done" if code == 0 else ("stopped" if code in (130, 143) else "failed")
     with Store() as store:
         row = store.runs.find(run_id)

@@ -21,14 +21,13 @@ import click
 from store import Store
 
 from .cli.common import JOB_ID_VARIABLE
+from .cli.main import cli
 
 LAUNCHER = "workbench"
 
 
 def resolve_command(path: list[str]) -> click.Command | None:
     """The click command at ``sandmle <path…>``, or None where it has not landed in this build."""
-    from workbench.cli.main import cli
-
     cmd: click.Command | None = cli
     ctx = click.Context(cli)
     for name in path:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.envs.layout import REAL_SPLIT
+from engine.llm.base import anthropic_price, cost_usd
 from store import Store
 
 
@@ -15,8 +17,6 @@ def run_cost(store: Store, run: dict[str, Any]) -> float:
         return store.envs.run_cost(run["id"])
     if not str((run.get("config") or {}).get("policy", "")).startswith(("anthropic:", "openai:")):
         return 0.0  # a local model: nothing paid (and no need to read every episode)
-    from engine.llm.base import anthropic_price, cost_usd
-
     total = 0.0
     for t in store.trajectories.list(run_id=run["id"]):
         usage = t.state.get("usage")
@@ -34,8 +34,6 @@ def run_cost(store: Store, run: dict[str, Any]) -> float:
 def split_size(store: Store, split: str) -> int:
     """How many verified environments a training launch on ``split`` (train, heldout or all) would use: ``all`` is
     every split but the real competitions, which training never selects."""
-    from engine.envs.layout import REAL_SPLIT
-
     if split == "all":
         return store.envs.count(status="verified", exclude_split=REAL_SPLIT)
     return store.envs.count(status="verified", split=split)

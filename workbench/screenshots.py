@@ -9,6 +9,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+from engine.config import Settings
+from store import Store
+
+from .app import Workbench
+from .capture import screen_text
+from .demo import populate
+
 SHOTS = {  # file stem → keys pressed after the app opened
     "seeds": [],
     "environments": ["2"],
@@ -23,13 +30,6 @@ SHOTS = {  # file stem → keys pressed after the app opened
 
 
 async def shoot(folder: Path, store_dir: Path) -> list[Path]:
-    from engine.config import Settings
-    from store import Store
-
-    from .app import Workbench
-    from .capture import screen_text
-    from .demo import populate
-
     store = Store(store_dir / "sandmle.db")
     populate(store)
     written = []

@@ -8,6 +8,9 @@ from pathlib import Path
 
 from textual.theme import Theme
 
+from engine.config import load_settings, set_value
+from engine.errors import SandmleError
+
 THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
 DEFAULT_THEME = "sandmle-dark"
 _VAR = re.compile(r"^\s*\$([a-z][a-z0-9-]*)\s*:\s*([^;]+);", re.MULTILINE)
@@ -32,9 +35,6 @@ def shipped_themes(folder: Path = THEMES_DIR) -> list[Theme]:
 
 def saved_theme() -> str:
     """The theme named in the config file, or the default when the file is missing or unreadable."""
-    from engine.config import load_settings
-    from engine.errors import SandmleError
-
     try:
         return load_settings().workbench.theme
     except SandmleError:
@@ -43,6 +43,4 @@ def saved_theme() -> str:
 
 def save_theme(name: str) -> None:
     """Remember the theme in the config file (``[workbench] theme``)."""
-    from engine.config import set_value
-
     set_value("workbench", "theme", name)

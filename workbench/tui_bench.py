@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,8 +95,6 @@ def build_store(folder: Path, n_envs: int, n_log_lines: int) -> dict:
 
 def run(store: Store | None = None, quick: bool = False, repeats: int = 3, **_options: object) -> BenchResult:
     """Median over ``repeats`` fresh app processes (the machine is shared and noisy)."""
-    import statistics
-
     n_envs, n_lines = (1_000, 100_000) if quick else (10_000, 1_000_000)
     repeats = 1 if quick else repeats
     folder = Path(tempfile.mkdtemp(prefix="sandmle-bench-tui-"))

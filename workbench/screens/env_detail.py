@@ -18,18 +18,16 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from ..fmt import fmt_duration
 from ..widgets.dataset_preview import DatasetPreview
 from ..widgets.markdown_pane import MarkdownPane
-from ..fmt import fmt_duration
-from .base import BaseScreen
+from .base import BaseScreen, run_cli_quick
+from .prompt import PromptScreen
 
 
 def export_env(screen, env_id: str) -> None:
     """``sandmle envs export ID FOLDER`` (an MLE-bench-style competition folder) in a thread. The folder is
     ``<data dir>/exports/<env id>``; when that one is taken, a prompt asks for another (a free one suggested)."""
-    from .base import run_cli_quick
-    from .prompt import PromptScreen
-
     default = screen.store.data_dir / "exports" / env_id
 
     def export(folder: str | None) -> None:

@@ -12,6 +12,7 @@ from engine.envs.layout import REAL_SPLIT
 from ..fmt import clip, short_id
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, fill_table, selected_key
+from .env_detail import EnvDetailScreen, export_env
 
 PAGE = 100  # rows per page: a screenful is ~15, paging is one key
 #: (column, width): 80 columns in all, the id wide enough to keep the part that tells synthesized ids apart
@@ -127,8 +128,6 @@ class EnvironmentsScreen(BaseScreen):
         if not self.table.has_focus:  # enter in the filter: back to the table
             self.table.focus()
         elif key is not None:
-            from .env_detail import EnvDetailScreen
-
             self.app.push_screen(EnvDetailScreen(key))
 
     def action_toggle_split(self) -> None:
@@ -148,6 +147,4 @@ class EnvironmentsScreen(BaseScreen):
     def action_export(self) -> None:
         key = selected_key(self.table)
         if key is not None:
-            from .env_detail import export_env
-
             export_env(self, key)

@@ -11,12 +11,15 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
-from engine.eval.report import aggregate, left_out, rates_of, results_only, mean_sem as engine_mean_sem
+from engine.errors import SandmleError
+from engine.eval.compare import compare
+from engine.eval.report import aggregate, left_out, mean_sem as engine_mean_sem, rates_of, results_only
 
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..runinfo import run_cost
 from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, RunMemo, fill_table, selected_key
+from .trajectories import TrajectoriesScreen
 
 #: (column, width) of the runs table and the per-environment table: 80 columns each
 RUN_COLUMNS = (("run", 16), ("policy", 11), ("adapter", 10), ("scaffold", 8), ("n", 3), ("medal", 5),
@@ -225,9 +228,6 @@ class EvalScreen(BaseScreen):
 
     def show_comparison(self) -> None:
         """B − A of the chosen rate per environment and overall (the engine's ``eval compare``)."""
-        from engine.errors import SandmleError
-        from engine.eval.compare import compare
-
         a, b = self.runs.get(self.mark), self.runs.get(self.versus)
         summary = self.query_one("#eval-summary", Static)
         self.set_columns(COMPARE_COLUMNS)
@@ -281,7 +281,5 @@ class EvalScreen(BaseScreen):
         key = selected_key(self.runs_table)
         if key is None:
             return
-        from .trajectories import TrajectoriesScreen
-
         env = selected_key(self.results_table) if self.results_table.has_focus else None
         self.app.push_screen(TrajectoriesScreen(run_id=key, env_id=env))

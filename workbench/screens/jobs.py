@@ -8,6 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
+from ..cli.bench import benchmarks
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..jobs import LAUNCHER, build_argv, job_log, resolve_command, tail
 from ..runinfo import run_cost
@@ -116,8 +117,6 @@ class JobsScreen(BaseScreen):
                                            "done), then SIGTERM, then SIGKILL."), done)
 
     def action_bench(self) -> None:
-        from ..cli.bench import benchmarks
-
         names = benchmarks()
 
         def done(name: str | None) -> None:

@@ -19,6 +19,7 @@ from textual.widgets import Button, Input, Label, Select
 from store import Store
 
 from ..jobs import build_argv, command_options, resolve_command
+from ..runinfo import split_size
 
 #: run kind → the sandmle subcommand that runs it
 COMMANDS = {"sft": ["train", "sft"], "grpo": ["train", "grpo"], "eval": ["eval"]}
@@ -73,8 +74,6 @@ def run_defaults(run: dict[str, Any] | None) -> dict[str, str]:
 
 def envs_text(store: Store, envs: str) -> str:
     """What the environments field means: a split and how many verified environments it has, or a list of ids."""
-    from ..runinfo import split_size
-
     if envs in SPLITS:
         n = split_size(store, envs)
         hint = "" if n else " (none: synthesize some, or move some with p on Environments)"

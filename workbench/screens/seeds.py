@@ -9,6 +9,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input
 
+from engine.errors import SandmleError
+from engine.seeds.load import import_seeds
 from engine.synthesis.usage import usage_summary
 
 from ..fmt import clip, fmt_cost, fmt_duration, wall_seconds
@@ -179,9 +181,6 @@ class SeedsScreen(BaseScreen):
 
     @work(thread=True, exclusive=True, group="seed-import")
     def import_folder(self, path: str) -> None:
-        from engine.errors import SandmleError
-        from engine.seeds.load import import_seeds
-
         try:
             seeds = import_seeds(self.store, path)
         except SandmleError as exc:

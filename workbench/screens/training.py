@@ -16,6 +16,7 @@ from ..widgets.nav_bar import NavBar
 from .base import BaseScreen, RunMemo, fill_table, run_cli_quick, selected_key
 from .confirm import ConfirmScreen
 from .launch_form import COMMANDS, LaunchFormScreen, load_last, run_defaults, save_last
+from .trajectories import TrajectoriesScreen
 
 KINDS = ("grpo", "sft", "rollout")
 
@@ -187,6 +188,4 @@ class TrainingScreen(BaseScreen):
     def action_trajectories(self) -> None:
         key = selected_key(self.table)
         if key is not None:
-            from .trajectories import TrajectoriesScreen
-
             self.app.push_screen(TrajectoriesScreen(run_id=key))

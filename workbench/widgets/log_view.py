@@ -4,6 +4,7 @@ the UI never blocks."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from pathlib import Path
@@ -42,7 +43,7 @@ class _TailHandler:
     """watchdog handler that calls ``on_change`` when the watched file is modified, created or replaced."""
 
     def __init__(self, path: Path, on_change):
-        from watchdog.events import FileSystemEventHandler
+        from watchdog.events import FileSystemEventHandler  # watchdog starts only for a log that is followed
 
         target = str(path)
 
@@ -186,7 +187,7 @@ class LogView(ScrollView, can_focus=True):
         if self.path is None:
             return
         try:
-            from watchdog.observers import Observer
+            from watchdog.observers import Observer  # watchdog starts only for a log that is followed
 
             observer = Observer()
             observer.schedule(_TailHandler(self.path, self._changed_from_thread).handler,
@@ -249,8 +250,6 @@ class LogView(ScrollView, can_focus=True):
             self.app.call_from_thread(self._found, query, None)
             return
         starts, end = self._lv_starts, self._lv_scanned
-        import mmap
-
         with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             def line_of(pos: int) -> int:
                 return int(np.searchsorted(starts, pos, side="right")) - 1

@@ -33,7 +33,7 @@ _THINK_TAGS = re.compile(r"</?think>")
 def code_highlighter() -> Syntax:
     """One Python highlighter (building a pygments lexer compiles its regexes: ~0.1 s; the app does it early, in
     a thread)."""
-    from pygments.lexers.python import PythonLexer
+    from pygments.lexers.python import PythonLexer  # slow to import: the app loads it early, in a thread
 
     return Syntax("", PythonLexer(), theme="ansi_dark", background_color="default")
 
