@@ -11,6 +11,9 @@ from typing import Any, Sequence
 
 import click
 
+from engine.config import load_settings
+from engine.upkeep import open_store
+
 
 #: set by the workbench for its jobs: the id of the run row it made for the command (see ``store.runs.adopt``)
 JOB_ID_VARIABLE = "SANDMLE_JOB_ID"
@@ -30,10 +33,6 @@ class Context:
         """The store, opened as every command opens it (see :func:`engine.upkeep.open_store`), once the settings
         are known to be valid (a bad config is one line and exit 2 for every command)."""
         if self._store is None:
-            # here, not at the top: `sandmle --help` stays fast
-            from engine.config import load_settings
-            from engine.upkeep import open_store
-
             load_settings()
             self._store = open_store(clear_leftovers=self.clear_leftovers)
             # a workbench job made its run row in advance: the run this command creates takes it over, and
