@@ -13,7 +13,7 @@ def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
