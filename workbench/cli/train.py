@@ -98,7 +98,7 @@ def launch_processes(ctx: Context, cfg: Any):
     """This process's place in the training run: with ``--processes N`` (N > 1) outside a launch, the command runs
     again in N processes under accelerate (this one waits and exits with their code); inside a launch (that one,
     or the user's own `accelerate launch`) the processes of the launch; otherwise a run of one process."""
-    from engine.rl.distributed import Processes, relaunch, world_size_from_env
+    from engine.rl.distributed import Processes, relaunch, world_size_from_env  # loads torch: only when training
 
     if cfg.processes > 1 and world_size_from_env() <= 1:
         raise SystemExit(relaunch(cfg.processes, ctx.argv))
