@@ -143,7 +143,8 @@ def test_doctor_deep_repair_says_what_it_fixed(seeded_home, tmp_path):
              "for d in (Path(sys.argv[1]) / 'workspaces' / 'ws-left', Path(sys.argv[1]) / 'envs' / '.build-x-1'):\n"
              "    (d / 'private').mkdir(parents=True)\n"
              "    (d / 'private' / 'answers.csv').write_text('id,y\\n1,0\\n')\n"
-             "    (d / '.owner').write_text(tag)\n")
+             "(Path(sys.argv[1]) / 'workspaces' / 'ws-left.owner').write_text(tag)\n"
+             "(Path(sys.argv[1]) / 'envs' / '.build-x-1' / '.owner').write_text(tag)\n")
     subprocess.run([sys.executable, "-c", child, str(home)], cwd=ROOT, check=True, timeout=60,
                    env={**os.environ, "PYTHONPATH": str(ROOT)})
     (home / "envs" / "orphan-env" / "private").mkdir(parents=True)
@@ -160,7 +161,7 @@ def test_doctor_deep_repair_says_what_it_fixed(seeded_home, tmp_path):
     code, report = _deep(home, "--repair")
     assert code == 0, report
     assert all(p["repaired"] and p["action"] for p in report["problems"]), report
-    assert not (home / "workspaces" / "ws-left").exists() and not (home / "envs" / ".build-x-1").exists()
+    assert not list((home / "workspaces").glob("ws-left*")) and not (home / "envs" / ".build-x-1").exists()
     assert not (home / "envs" / "orphan-env").exists()
     assert _peek(home, "SELECT status FROM sandbox_runs WHERE id = 'sbx-left'") == [("dead",)]
     code, text, _ = _run(home, "doctor", "--deep")
@@ -229,3 +230,24 @@ def test_kill9_of_eval_then_runs_resume_finishes_the_missing_episodes_with_the_s
     assert clean["summary"] == report["summary"]
     code, deep = _deep(home)
     assert code == 0 and deep["problems"] == [], deep
+
+
+def test_a_workspace_killed_while_its_tmpfs_was_mounting_is_unmounted_by_the_next_command(seeded_home):
+    """The owner file sits beside the workspace (written before the mount), so a process killed between mounting
+    the workspace's tmpfs and writing into it leaves nothing the next command cannot judge and remove."""
+    home = seeded_home
+    dead = subprocess.run([sys.executable, "-c", "from store import process; print(process.tag())"], cwd=ROOT,
+                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    holder = home / "workspaces" / "ws-mounting"
+    holder.mkdir(parents=True)
+    (home / "workspaces" / "ws-mounting.owner").write_text(dead)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "sandmle-ws", str(holder)]).returncode != 0:
+        shutil.rmtree(home / "workspaces")
+        pytest.skip("cannot mount a tmpfs here (not root)")
+    assert _mounted_under(home) == [str(holder)] and list(holder.iterdir()) == []  # empty: killed right there
+
+    code, report = _deep(home)
+    assert code == 1 and ("leftover workspaces", str(holder)) in {(p["check"], p["subject"]) for p in report["problems"]}
+    code, out, err = _run(home, "seeds", "list", "--json")  # any command clears what a crash left
+    assert code == 0, err
+    assert _mounted_under(home) == [] and list((home / "workspaces").iterdir()) == []

@@ -75,3 +75,6 @@ def test_sigkill_then_resume_counts_every_step_once_and_keeps_every_rollout(home
     reused = dict(store.runs.metrics(run_id, ["reused_rollouts"])["reused_rollouts"])
     n_pre = sum(1 for s, _, _ in before.values() if s == ckpt_before + 1)
     assert reused[ckpt_before + 1] == n_pre > 0
+    # nothing the killed trainer opened is left: no workspace folder, no tmpfs mounted under the data dir
+    mounts = [line.split()[1] for line in open("/proc/mounts").read().splitlines()]
+    assert not [m for m in mounts if m.startswith(str(home))] and not list((home / "workspaces").glob("ws-*"))

@@ -79,24 +79,31 @@ class LocalWorkspace(HostFolderFiles, Workspace):
             self._finalizer()
 
 
+def owner_file(holder: Path) -> Path:
+    """Who opened a workspace (``ws-x.owner`` beside ``ws-x``, not in it): written before its tmpfs is mounted, so
+    a process killed while mounting still leaves a workspace that can be judged and removed."""
+    return holder.with_name(holder.name + ".owner")
+
+
 def stale_workspaces(work_root: Path) -> list[Path]:
     """Workspaces whose owning process is gone (killed before it could close them)."""
     stale = []
-    for holder in sorted(work_root.glob("ws-*")) if work_root.is_dir() else []:
+    for owner in sorted(work_root.glob("ws-*.owner")) if work_root.is_dir() else []:
         try:
-            owner = (holder / ".owner").read_text()
+            tag = owner.read_text()
         except OSError:
             continue
-        if process.tag_gone(owner):
-            stale.append(holder)
+        if process.tag_gone(tag):
+            stale.append(owner.with_suffix(""))
     return stale
 
 
 def remove_workspace(holder: Path) -> None:
-    """Unmount (a quota tmpfs) and remove a workspace folder."""
+    """Unmount (a quota tmpfs) and remove a workspace folder, then its owner file."""
     if os.path.ismount(holder):
         subprocess.run(["umount", "-l", str(holder)], capture_output=True)
     shutil.rmtree(holder, ignore_errors=True)
+    owner_file(holder).unlink(missing_ok=True)
 
 
 def _du(path: Path) -> int:
@@ -150,6 +157,7 @@ class LocalBackend(SandboxBackend):
     # ------------------------------------------------------------------ lifecycle
     def open(self, source: Path | None = None, *, label: str | None = None) -> LocalWorkspace:
         holder = Path(tempfile.mkdtemp(prefix="ws-", dir=self.work_root))
+        owner_file(holder).write_text(process.tag())  # first: a kill from here on leaves a workspace to sweep
         quota = False
         if self.isolated and self.features.disk_quota:
             size = f"size={int(self.default_limits.max_disk_mb)}m"
@@ -157,7 +165,6 @@ class LocalBackend(SandboxBackend):
                                    capture_output=True).returncode == 0
         ws = LocalWorkspace(self, holder, label, quota)
         try:
-            (holder / ".owner").write_text(process.tag())  # first: a kill from here on leaves a workspace to sweep
             if source is not None:
                 source = Path(source)
                 if not source.is_dir():
