@@ -127,7 +127,7 @@ def resolve_env(store: Store, ref: str, *, metric: str | None = None) -> EnvSpec
 SPLITS = ("train", "heldout")
 
 
-def set_split(store, selector: str, split: str) -> list[str]:
+def set_split(store: Store, selector: str, split: str) -> list[str]:
     """Move the stored environments ``selector`` names (as :func:`select_envs` reads it; folders have no split)
     into ``split``; returns their ids."""
     if split not in SPLITS:

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input
 from engine.errors import SandmleError
 from engine.seeds.load import import_seeds
 from engine.synthesis.usage import usage_summary
+from store import Store
 
 from ..fmt import clip, fmt_cost, fmt_duration, wall_seconds
 from ..jobs import build_argv, resolve_command
@@ -61,7 +62,7 @@ def seed_markdown(seed: dict, runs: list[str], usage: dict | None = None) -> str
     return "\n".join(lines)
 
 
-def synthesis_lines(store, seed_id: str) -> list[str]:
+def synthesis_lines(store: Store, seed_id: str) -> list[str]:
     """The seed's latest synthesis runs, one Markdown list item each: status, environments verified of those asked
     for, wall time and what an API cost (CLI runs too, not only the jobs started here)."""
     runs = [r for r in store.runs.list(kind="synthesis", limit=500) if (r.get("config") or {}).get("seed_id") == seed_id]
