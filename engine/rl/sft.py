@@ -81,9 +81,8 @@ class SFTRun:
     def train(self) -> dict[str, Any]:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         import datasets  # heavy optional dependency: loaded only when used
-        from transformers import PrinterCallback, ProgressCallback, TrainerCallback  # heavy: loaded when used
+        from transformers import PrinterCallback, ProgressCallback  # heavy: loaded when used
         from transformers.utils import logging as hf_logging  # heavy optional dependency: loaded only when used
-        from trl import SFTConfig as TRLSFTConfig  # heavy optional dependency: loaded only when used
         from trl import SFTTrainer  # heavy optional dependency: loaded only when used
 
         hf_logging.set_verbosity_error()
@@ -96,45 +95,10 @@ class SFTRun:
                                                lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save,
                                                device=self.processes.device or cfg.device)
         data = build_dataset(store, tok, cfg)
-        bf16 = device.startswith("cuda") and "bfloat16" in str(pick_dtype(device))
-        args = TRLSFTConfig(
-            output_dir=str(self.run_dir / "checkpoints"), num_train_epochs=cfg.epochs,
-            per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.lr, weight_decay=cfg.weight_decay,
-            max_grad_norm=cfg.max_grad_norm, logging_steps=1, save_strategy="steps", save_steps=cfg.save_every,
-            use_cpu=device == "cpu", bf16=bf16, report_to=[], seed=cfg.seed, max_length=cfg.max_seq_len,
-            disable_tqdm=True, lr_scheduler_type="constant", save_only_model=False, dataloader_num_workers=0,
-            gradient_accumulation_steps=cfg.grad_accum,
-            # several processes (accelerate launched them): DDP, or FSDP with `fsdp`; gloo where there is no GPU
-            ddp_backend="gloo" if device == "cpu" and self.processes.world_size > 1 else None,
-            fsdp="full_shard auto_wrap" if cfg.fsdp else "", fsdp_config={"use_orig_params": True} if cfg.fsdp else None,
-        )
-        outer = self
         main = self.processes.is_main  # only the main process writes to the store
-
-        class ToStore(TrainerCallback):
-            def on_log(self, args, state, control, logs=None, **kw):
-                vals = {k: v for k, v in (logs or {}).items() if isinstance(v, (int, float))}
-                if not main:
-                    return
-                if vals:
-                    store.runs.log_metrics(run_id, state.global_step, vals)
-                if outer.on_progress:
-                    outer.on_progress(state.global_step, state.max_steps, vals)
-
-            def on_save(self, args, state, control, **kw):
-                path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-                f = path / "adapter_model.safetensors"
-                if main and f.is_file():
-                    store.runs.add_checkpoint(run_id, state.global_step, str(path), sha256_file(f),
-                                              state={"format": "transformers-trainer"})
-
-            def on_step_end(self, args, state, control, **kw):
-                if outer._stop.is_set():
-                    control.should_save = True
-                    control.should_training_stop = True
-
         self._stop = threading.Event()
-        trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tok, callbacks=[ToStore()])
+        trainer = SFTTrainer(model=model, args=self._training_args(device), train_dataset=data, processing_class=tok,
+                             callbacks=[self._store_callback()])
         for cb in (PrinterCallback, ProgressCallback):  # progress goes to the CLI's bar and the store instead
             trainer.remove_callback(cb)
         latest = store.runs.latest_checkpoint(run_id)
@@ -170,3 +134,52 @@ class SFTRun:
         if main:
             store.runs.finish(run_id, status, summary=summary)
         return summary
+
+    def _training_args(self, device: str) -> Any:
+        """TRL's SFT settings for this run's config on ``device`` (checkpoints under the run folder)."""
+        from trl import SFTConfig as TRLSFTConfig  # heavy optional dependency: loaded only when used
+
+        cfg = self.cfg
+        bf16 = device.startswith("cuda") and "bfloat16" in str(pick_dtype(device))
+        return TRLSFTConfig(
+            output_dir=str(self.run_dir / "checkpoints"), num_train_epochs=cfg.epochs,
+            per_device_train_batch_size=cfg.batch_size, learning_rate=cfg.lr, weight_decay=cfg.weight_decay,
+            max_grad_norm=cfg.max_grad_norm, logging_steps=1, save_strategy="steps", save_steps=cfg.save_every,
+            use_cpu=device == "cpu", bf16=bf16, report_to=[], seed=cfg.seed, max_length=cfg.max_seq_len,
+            disable_tqdm=True, lr_scheduler_type="constant", save_only_model=False, dataloader_num_workers=0,
+            gradient_accumulation_steps=cfg.grad_accum,
+            # several processes (accelerate launched them): DDP, or FSDP with `fsdp`; gloo where there is no GPU
+            ddp_backend="gloo" if device == "cpu" and self.processes.world_size > 1 else None,
+            fsdp="full_shard auto_wrap" if cfg.fsdp else "", fsdp_config={"use_orig_params": True} if cfg.fsdp else None,
+        )
+
+    def _store_callback(self) -> Any:
+        """The trainer callback that logs metrics and checkpoints to the store (main process only), reports
+        progress, and stops after the current step once a stop was asked for."""
+        from transformers import TrainerCallback  # heavy optional dependency: loaded only when used
+
+        outer, store, run_id, main = self, self.store, self.run_id, self.processes.is_main
+
+        class ToStore(TrainerCallback):
+            def on_log(self, args, state, control, logs=None, **kw):
+                vals = {k: v for k, v in (logs or {}).items() if isinstance(v, (int, float))}
+                if not main:
+                    return
+                if vals:
+                    store.runs.log_metrics(run_id, state.global_step, vals)
+                if outer.on_progress:
+                    outer.on_progress(state.global_step, state.max_steps, vals)
+
+            def on_save(self, args, state, control, **kw):
+                path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                f = path / "adapter_model.safetensors"
+                if main and f.is_file():
+                    store.runs.add_checkpoint(run_id, state.global_step, str(path), sha256_file(f),
+                                              state={"format": "transformers-trainer"})
+
+            def on_step_end(self, args, state, control, **kw):
+                if outer._stop.is_set():
+                    control.should_save = True
+                    control.should_training_stop = True
+
+        return ToStore()
