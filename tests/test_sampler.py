@@ -267,3 +267,20 @@ def test_rows_sharing_a_prompt_prefix_decode_on_one_copy_of_it(tiny):
         serial.close()
         batched.close()
     assert model.config._attn_implementation == "sandmle_shared_prefix"  # sdpa for every other call
+
+
+def test_a_sliding_window_model_decodes_without_sharing(tmp_path):
+    from transformers import AutoModelForCausalLM, Qwen3Config
+
+    config = Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, head_dim=16, use_sliding_window=True,
+                         sliding_window=8, max_window_layers=0)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    prompt = tuple(range(3, 40))
+    sampler = HFSampler(model, share_min_tokens=4)
+    try:
+        samples = sampler.generate([SampleRequest(prompt, 3, 1.0, seed=s) for s in range(2)])
+    finally:
+        sampler.close()
+    assert [len(s.token_ids) for s in samples] == [3, 3] and sampler.stats.shared_tokens == 0
+    assert model.config._attn_implementation == "sdpa"

@@ -341,9 +341,13 @@ def _register_shared_prefix_attention() -> str:
 
 
 def _shared_prefix_attention(model: Any) -> bool:
-    """Whether ``model`` can decode on shared prefixes: it runs ``sdpa`` attention (switched here to the
-    registered ``sandmle_shared_prefix``, the same for every other call) or already runs that."""
+    """Whether ``model`` can decode on shared prefixes: every layer attends to the whole context (no sliding
+    window, which the shared prefix would ignore) and it runs ``sdpa`` attention (switched here to the registered
+    ``sandmle_shared_prefix``, the same for every other call) or already runs that."""
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    layer_types = getattr(base.config, "layer_types", None) or ["full_attention"]
+    if getattr(base.config, "use_sliding_window", False) or set(layer_types) != {"full_attention"}:
+        return False
     name = _register_shared_prefix_attention()
     if base.config._attn_implementation == "sdpa":
         base.set_attn_implementation(name)
