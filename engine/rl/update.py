@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import torch
 
 from .distributed import ONE, Processes
-from .objective import TokenSequence, collate, grpo_loss, tis_weights
+from .objective import LossStats, TokenSequence, collate, grpo_loss, tis_weights
 
 
 @dataclass
@@ -94,18 +94,29 @@ def grpo_update(
                     normalizer=normalizer, is_weights=before[j][1],
                 )
                 processes.backward(loss * scale)
-                totals["loss"] += ls.loss
-                totals["pg"] += ls.pg_loss
-                if ref_lp is not None:
-                    totals["kl"] += ls.kl * ls.tokens
-                    totals["kl_n"] += ls.tokens
-                totals["clip"] += ls.clip_fraction * ls.tokens
-                totals["ratio"] += ls.ratio_mean * ls.tokens
-                totals["n"] += ls.tokens
+                _accumulate(totals, ls, with_kl=ref_lp is not None)
         params = [p for p in scorer.parameters() if p.requires_grad]
         stats.grad_norm = processes.clip_grad_norm(params, max_grad_norm)
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
+    return _whole_batch(stats, totals, mu, processes)
+
+
+def _accumulate(totals: dict[str, float], ls: LossStats, *, with_kl: bool) -> None:
+    """Add one micro-batch's loss statistics (``grpo_loss``'s) to the running sums, token-weighted."""
+    totals["loss"] += ls.loss
+    totals["pg"] += ls.pg_loss
+    if with_kl:
+        totals["kl"] += ls.kl * ls.tokens
+        totals["kl_n"] += ls.tokens
+    totals["clip"] += ls.clip_fraction * ls.tokens
+    totals["ratio"] += ls.ratio_mean * ls.tokens
+    totals["n"] += ls.tokens
+
+
+def _whole_batch(stats: UpdateStats, totals: dict[str, float], mu: int, processes: Processes) -> UpdateStats:
+    """The update's statistics over the whole batch: sums over every process, then means (per pass, per token,
+    per compared token)."""
     totals = {key: processes.total(value) for key, value in totals.items()}
     n = max(totals["n"], 1)
     stats.loss = totals["loss"] / mu
