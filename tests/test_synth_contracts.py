@@ -170,3 +170,45 @@ def test_diversity_of_stored_scenarios():
     d = diversity(rows)
     assert (d.environments, d.domains, d.near_duplicate_pairs) == (3, 2, 1)
     assert d.column_overlap_max == 1.0 and 0 < d.column_overlap_mean < 1
+
+
+def test_workers_share_the_near_duplicate_registry_and_the_budget_through_the_store(tmp_path):
+    """Two connections to one store file (two workers of a synthesis run, anywhere): a scenario one worker claimed
+    is a near-duplicate for the other while it is still being built; the run's cost is what every worker's attempts
+    recorded."""
+    from engine.seeds.load import load_shipped
+    from engine.synthesis.diversity import DUPLICATE_SIMILARITY, closest, fingerprint
+    from store import Store
+
+    def claim(store, env_id: str, scenario: Scenario):
+        fp = fingerprint(scenario)
+
+        def too_close(others):
+            near = closest(fp, others)
+            return near if near is not None and near[1] >= DUPLICATE_SIMILARITY else None
+
+        return store.envs.claim_scenario(env_id, scenario.for_prompt(), fp, too_close)
+
+    cold = Scenario.parse(json.loads(fixture("scenario_coldchain.json")))
+    tickets = Scenario.parse(json.loads(fixture("scenario_tickets.json")))
+    with Store(tmp_path / "sandmle.db") as a, Store(tmp_path / "sandmle.db") as b:
+        load_shipped(a)
+        run = a.runs.create("synthesis", {"seed_id": "taxi-fare"})
+        row = {"seed_id": "taxi-fare", "run_id": run, "title": "(being built)", "modality": "tabular",
+               "task_type": "regression", "metric": "rmse", "lower_is_better": 1, "id_column": "id",
+               "target_columns": ["fare"]}
+        first, second = a.envs.reserve("taxi-x", row, tmp_path), b.envs.reserve("taxi-x", row, tmp_path)
+        assert (first, second) == ("taxi-x", "taxi-x-2")
+        assert claim(a, first, cold) is None
+        assert b.envs.get(first)["fingerprint"] == fingerprint(cold)
+        reworded = cold.model_copy(update={"title": "Spoiled shipments, again"})
+        assert claim(b, second, reworded) == (first, 1.0)
+        assert b.envs.get(second)["fingerprint"] is None  # refused: nothing claimed
+        assert claim(b, second, tickets) is None
+        assert a.envs.domains("taxi-fare") == [cold.domain, tickets.domain]
+
+        paid = {"provider": "openai", "cost_usd": 0.25}
+        for store, usage in ((a, paid), (b, {**paid, "cost_usd": 0.5}), (b, {})):
+            store.envs.add_attempt({"run_id": run, "seed_id": "taxi-fare", "env_id": first, "role": "designer",
+                                    "verdict": "ok", "usage": usage})
+        assert a.envs.run_cost(run) == pytest.approx(0.75) and b.envs.run_cost("another-run") == 0.0

@@ -27,8 +27,8 @@ from .sandbox_options import sandbox_options
 @wide_option
 @pass_ctx
 def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, executor: str | None,
-          address: str | None, rng_seed: int | None, max_cost_usd: float | None, sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None,
-          timeout_s: float | None, as_json: bool, wide: bool) -> None:
+          address: str | None, rng_seed: int | None, max_cost_usd: float | None, sandbox_backend: str | None,
+          memory_mb: int | None, max_procs: int | None, timeout_s: float | None, as_json: bool, wide: bool) -> None:
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
     none was verified; attempts the backend could not answer are counted as errors, not rejections."""
     settings = load_settings()
