@@ -75,7 +75,7 @@ def grpo_run(bs: Store, adapter: str, steps: int, mode: Mode, seed: int) -> dict
             "trajectories": len(lags), "rollouts_per_step": cfg.envs_per_step * cfg.group_size}
 
 
-def run(store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, **_: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, **_: Any) -> BenchResult:
     plan = QUICK if quick else PLAN
     steps, rounds = plan.grpo_steps, 1 if quick else 2
     t0 = time.monotonic()

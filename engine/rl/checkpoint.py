@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from store import Store, sha256_file
+from store.runs import Checkpoint
 
 STATE_FILE = "trainer_state.pt"
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -72,7 +73,7 @@ def load_adapter_weights(model: Any, path: str | Path) -> None:
     set_peft_model_state_dict(model, weights)
 
 
-def verify(checkpoint: dict[str, Any]) -> bool:
+def verify(checkpoint: Checkpoint) -> bool:
     """The adapter file still has the hash recorded in the store."""
     f = Path(checkpoint["path"]) / ADAPTER_FILE
     return f.is_file() and sha256_file(f) == checkpoint["sha256"]

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import torch
 
+from store import Store
 from store.runs import new_id
 
 from ..agents.policies.hf import HFPolicy
@@ -45,9 +46,9 @@ from .curriculum import Curriculum
 from .health import CollapseWatch
 from .distributed import ONE, Processes, TokenLogProbs
 from .modeling import load_for_training, resolve_model
-from .objective import TokenSequence, build_sequence, group_advantages
+from .objective import GroupStats, TokenSequence, build_sequence, group_advantages
 from .rollouts import PendingStep, PolicyRef, Rollout, RolloutItem, fresh, launch, staleness, stored_plan
-from .update import grpo_update, make_optimizer
+from .update import UpdateStats, grpo_update, make_optimizer
 
 PolicyFactory = Callable[[Any, Any, GRPOConfig, Any], Any]
 EpisodeFn = Callable[..., Any]
@@ -69,7 +70,7 @@ def copy_trainable(source: Any, target: Any) -> None:
                 params[name].copy_(p)
 
 
-def select_envs(store, cfg: GRPOConfig) -> list[str]:
+def select_envs(store: Store, cfg: GRPOConfig) -> list[str]:
     if cfg.env_ids:
         for e in cfg.env_ids:
             if store.envs.get(e)["split"] == REAL_SPLIT:
@@ -85,8 +86,27 @@ def select_envs(store, cfg: GRPOConfig) -> list[str]:
     return [r["id"] for r in rows]
 
 
+def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float | None]:
+    """What the step's rollouts (every process's) scored and how they ran."""
+    rewards = [r.reward for r in rollouts]
+    ranks = [r.human_rank for r in rollouts if r.human_rank is not None]
+    lags = [r.staleness for r in rollouts if r.staleness is not None]
+    wall = sum(r.wall_s for r in rollouts) or 1e-9
+    return {
+        "reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
+        "valid_rate": statistics.fmean(r.valid for r in rollouts),
+        "medal_rate": statistics.fmean(r.medal for r in rollouts),
+        "human_rank": statistics.fmean(ranks) if ranks else None,
+        "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
+        "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
+        "staleness_mean": statistics.fmean(lags) if lags else None,
+        "staleness_max": float(max(lags)) if lags else None,
+        "sandbox_wait_share": sum(r.sandbox_s for r in rollouts) / wall,
+    }
+
+
 class GRPOTrainer:
-    def __init__(self, store, cfg: GRPOConfig, *, run_id: str | None = None, parent_id: str | None = None,
+    def __init__(self, store: Store, cfg: GRPOConfig, *, run_id: str | None = None, parent_id: str | None = None,
                  policy_factory: PolicyFactory | None = None, episode_fn: EpisodeFn | None = None,
                  on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None,
                  on_lost: Callable[[str], None] | None = None, processes: Processes = ONE):
@@ -120,7 +140,8 @@ class GRPOTrainer:
                               dir=str(store.data_dir / "runs" / run_id), run_id=run_id)
         run_id = processes.broadcast(run_id)  # the main process made the run; the others train under its id
         row = store.runs.get(run_id)
-        self.run_dir = Path(row["dir"]) if row.get("dir") else store.data_dir / "runs" / run_id
+        folder = row.get("dir")
+        self.run_dir = Path(folder) if folder else store.data_dir / "runs" / run_id
         self.run_id = run_id
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._stop = threading.Event()
@@ -141,7 +162,7 @@ class GRPOTrainer:
 
     # ------------------------------------------------------------------ construction / resume
     @classmethod
-    def resume(cls, store, run_id: str, **kw: Any) -> "GRPOTrainer":
+    def resume(cls, store: Store, run_id: str, **kw: Any) -> "GRPOTrainer":
         row = store.runs.get(run_id)
         if row["kind"] != "grpo":
             raise TrainingError(f"run {row['id']} is a {row['kind']} run; only grpo runs resume here")
@@ -268,34 +289,13 @@ class GRPOTrainer:
     # ------------------------------------------------------------------ one step
     def step(self, step: int, pending: PendingStep | None = None) -> dict[str, float]:
         """Collect the step's rollouts (queued by :meth:`_launch`, or now), update, publish; the step's metrics."""
-        cfg = self.cfg
         t0 = time.perf_counter()
         sampled = self.sampler.stats.snapshot() if self.sampler is not None else None
         collected = (pending or self._launch(step)).collect(self.on_rollout)
         mine = collected.rollouts
-        built: list[TokenSequence | ValueError] = []
-        for r in mine:
-            try:
-                built.append(build_sequence(r.turns))
-            except ValueError as exc:
-                built.append(exc)
-            r.overlong = isinstance(built[-1], TokenSequence) and len(built[-1].input_ids) > cfg.max_seq_len
-            r.staleness = staleness(r, step - 1)
-            r.stale = not fresh(r, step - 1, cfg.max_staleness)
-        self.store.trajectories.set_staleness({r.id: r.staleness for r in mine})
-        # the group statistics are over whole groups: every process's rollouts (without their turns)
-        rollouts = sorted(self.processes.gather([dataclasses.replace(r, turns=[]) for r in mine]),
-                          key=lambda r: (r.group_id, r.rng_seed))
-        stats = group_advantages([r.reward for r in rollouts], [r.group_id for r in rollouts],
-                                 masked=[r.masked for r in rollouts], scale=cfg.scale_rewards,
-                                 equal_group=cfg.equal_group, equal_weight=cfg.equal_group_weight)
+        built = self._sequences(mine, step)
+        rollouts, stats = self._advantages(mine)
         by_id = {r.id: (a, w) for r, a, w in zip(rollouts, stats.advantages, stats.weights)}
-        by_group: dict[str, list[Rollout]] = {}
-        for r in rollouts:
-            by_group.setdefault(r.group_id, []).append(r)
-        for members in by_group.values():
-            live = [m.reward for m in members if not m.masked]
-            self.curriculum.update(members[0].env_id, live)
         seqs = []
         for r, seq in zip(mine, built):
             if isinstance(seq, ValueError):
@@ -304,29 +304,11 @@ class GRPOTrainer:
                 seq = TokenSequence([], [], [])  # masked anyway: its tokens are not needed
             seqs.append(seq)
         t_upd = time.perf_counter()
-        overlapping = cfg.max_staleness > 0
-        if self.sampler is not None and not overlapping:
-            self.sampler.sleep()  # no batch runs while the weights change (colocated vLLM frees its memory)
-        try:
-            update = grpo_update(self.scorer, self.optimizer, seqs, [by_id[r.id][0] for r in mine],
-                             [by_id[r.id][1] for r in mine], clip_low=cfg.clip_low, clip_high=cfg.clip_high,
-                             kl_coef=cfg.kl_coef, micro_batch=cfg.micro_batch, mu=cfg.mu,
-                             max_grad_norm=cfg.max_grad_norm, pad_id=self.tokenizer.pad_token_id or 0,
-                             device=self.device, tis_cap=cfg.tis_cap, processes=self.processes)
-        finally:
-            if self.sampler is not None and not overlapping:
-                self.sampler.wake_up()
+        update = self._update(seqs, [by_id[r.id][0] for r in mine], [by_id[r.id][1] for r in mine])
         update_s = time.perf_counter() - t_upd
         self.publish(step)
-        rewards = [r.reward for r in rollouts]
-        wall = sum(r.wall_s for r in rollouts) or 1e-9
-        ranks = [r.human_rank for r in rollouts if r.human_rank is not None]
-        lags = [r.staleness for r in rollouts if r.staleness is not None]
         metrics = {
-            "reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
-            "valid_rate": statistics.fmean(r.valid for r in rollouts),
-            "medal_rate": statistics.fmean(r.medal for r in rollouts),
-            "human_rank": statistics.fmean(ranks) if ranks else None,
+            **rollout_metrics(rollouts),
             "loss": update.loss, "pg_loss": update.pg_loss, "kl": update.kl, "clip_fraction": update.clip_fraction,
             "ratio_mean": update.ratio_mean, "grad_norm": update.grad_norm,
             "sampler_logp_diff": update.sampler_logp_diff, "sampler_kl": update.sampler_kl,
@@ -334,12 +316,8 @@ class GRPOTrainer:
             "seq_tokens": self.processes.total(sum(len(s.input_ids) for s in seqs)),
             "trained_trajectories": float(update.trained_trajectories),
             "skipped_groups": float(stats.equal_groups), "groups": float(stats.groups),
-            "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
-            "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
-            "staleness_mean": statistics.fmean(lags) if lags else None, "staleness_max": max(lags, default=None),
             "reused_rollouts": self.processes.total(collected.reused),
             "rollout_s": collected.wall_s, "update_s": update_s, "publish_s": time.perf_counter() - t_upd - update_s,
-            "sandbox_wait_share": sum(r.sandbox_s for r in rollouts) / wall,
             **(self.sampler.stats.since(sampled) if self.sampler is not None and sampled is not None else {}),
             "step_s": time.perf_counter() - t0,
         }
@@ -352,6 +330,53 @@ class GRPOTrainer:
             if self.on_warning:
                 self.on_warning(warning)
         return metrics
+
+    def _sequences(self, mine: list[Rollout], step: int) -> list[TokenSequence | ValueError]:
+        """Each rollout's exact token sequence (or why it has none); marks the over-long ones and stores how many
+        updates behind the trained weights each one's sampling weights are (those staler than allowed: refused)."""
+        built: list[TokenSequence | ValueError] = []
+        for r in mine:
+            try:
+                built.append(build_sequence(r.turns))
+            except ValueError as exc:
+                built.append(exc)
+            r.overlong = isinstance(built[-1], TokenSequence) and len(built[-1].input_ids) > self.cfg.max_seq_len
+            r.staleness = staleness(r, step - 1)
+            r.stale = not fresh(r, step - 1, self.cfg.max_staleness)
+        self.store.trajectories.set_staleness({r.id: r.staleness for r in mine})
+        return built
+
+    def _advantages(self, mine: list[Rollout]) -> tuple[list[Rollout], GroupStats]:
+        """Every process's rollouts (without their turns: the group statistics are over whole groups), sorted, and
+        their advantages and weights; the curriculum learns each group's rewards."""
+        cfg = self.cfg
+        rollouts = sorted(self.processes.gather([dataclasses.replace(r, turns=[]) for r in mine]),
+                          key=lambda r: (r.group_id, r.rng_seed))
+        stats = group_advantages([r.reward for r in rollouts], [r.group_id for r in rollouts],
+                                 masked=[r.masked for r in rollouts], scale=cfg.scale_rewards,
+                                 equal_group=cfg.equal_group, equal_weight=cfg.equal_group_weight)
+        by_group: dict[str, list[Rollout]] = {}
+        for r in rollouts:
+            by_group.setdefault(r.group_id, []).append(r)
+        for members in by_group.values():
+            self.curriculum.update(members[0].env_id, [m.reward for m in members if not m.masked])
+        return rollouts, stats
+
+    def _update(self, seqs: list[TokenSequence], advantages: list[float], weights: list[float]) -> UpdateStats:
+        """One GRPO update on this process's sequences; the sampler pauses unless rollouts overlap the update (they
+        then sample from their own copy of the weights)."""
+        cfg = self.cfg
+        pause = self.sampler if cfg.max_staleness == 0 else None
+        if pause is not None:
+            pause.sleep()  # no batch runs while the weights change (colocated vLLM frees its memory)
+        try:
+            return grpo_update(self.scorer, self.optimizer, seqs, advantages, weights, clip_low=cfg.clip_low,
+                               clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, micro_batch=cfg.micro_batch, mu=cfg.mu,
+                               max_grad_norm=cfg.max_grad_norm, pad_id=self.tokenizer.pad_token_id or 0,
+                               device=self.device, tis_cap=cfg.tis_cap, processes=self.processes)
+        finally:
+            if pause is not None:
+                pause.wake_up()
 
     # ------------------------------------------------------------------ the loop
     def request_stop(self, *_: Any) -> None:
