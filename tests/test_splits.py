@@ -59,3 +59,21 @@ def test_set_split_is_the_engine_function(seeded_store):
         assert "unknown split 'real'" in str(exc)
     else:
         raise AssertionError("a split other than train/heldout was accepted")
+
+
+def test_a_real_competition_stays_in_split_real(seeded_store, run_cli):
+    _env(seeded_store, "forest-a", "forest-cover")
+    _env(seeded_store, "comp-a", "forest-cover")
+    seeded_store.envs.update("comp-a", split="real")
+    res = run_cli("envs", "split", "forest-a,comp-a", "--to", "heldout")
+    assert res.code != 0
+    assert res.err.strip() == ("error: comp-a: real competition(s) stay in split real (training never uses them); "
+                               "nothing moved")
+    assert _splits(seeded_store) == {"forest-a": "train", "comp-a": "real"}
+    try:
+        set_split(seeded_store, "comp-a", "train")
+    except SandmleError as exc:
+        assert str(exc).startswith("comp-a: real competition(s)")
+    else:
+        raise AssertionError("a real competition was moved into train")
+    assert set_split(seeded_store, "forest-a", "heldout") == ["forest-a"]

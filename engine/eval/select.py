@@ -128,13 +128,17 @@ SPLITS = ("train", "heldout")
 
 
 def set_split(store: Store, selector: str, split: str) -> list[str]:
-    """Move the stored environments ``selector`` names (as :func:`select_envs` reads it; folders have no split)
-    into ``split``; returns their ids."""
+    """Move the stored environments ``selector`` names (as :func:`select_envs` reads it; folders have no split and
+    real competitions stay in theirs) into ``split``; returns their ids."""
     if split not in SPLITS:
         raise SandmleError(f"unknown split {split!r}; expected {' or '.join(SPLITS)}")
     for part in (p.strip() for p in selector.split(",") if p.strip()):
         if Path(part).expanduser().is_dir():
             raise SandmleError(f"{part}: a folder has no split; give stored env ids, split:NAME, seed:ID or all")
     ids = [spec.id for spec in select_envs(store, selector)]
+    real = [i for i in ids if (row := store.envs.find(i)) is not None and row["split"] == REAL_SPLIT]
+    if real:
+        raise SandmleError(f"{', '.join(real)}: real competition(s) stay in split {REAL_SPLIT} (training never uses "
+                           "them); nothing moved")
     store.envs.set_split(ids, split)
     return ids
