@@ -24,12 +24,12 @@ async def test_edit_generator_reverifies_the_edited_program_as_a_new_environment
         await wait_for(pilot, lambda: app.current_mode == "environments")
         await pilot.press("enter")
         await wait_for(pilot, lambda: type(app.screen).__name__ == "EnvDetailScreen" and app.screen.ready)
-        await pilot.press("e")  # not on the Generator tab: nothing happens
+        await pilot.press("g")  # not on the Generator tab: nothing happens
         await pilot.pause()
         assert not app.jobs.jobs
         await pilot.press(*["right_square_bracket"] * 4)  # Overview, Data, Board, Verify, Generator
         await wait_for(pilot, lambda: app.screen.query_one("#env-tabs", TabbedContent).active == "tab-generator")
-        await pilot.press("e")
+        await pilot.press("g")
         await wait_for(pilot, lambda: len(app.jobs.jobs) == 1)
         (job,) = app.jobs.jobs.values()
         await wait_for(pilot, lambda: store.runs.get(job.run_id)["status"] in ("done", "failed"), timeout=90)

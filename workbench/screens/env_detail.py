@@ -89,7 +89,7 @@ class EnvDetailScreen(BaseScreen):
         Binding("right_square_bracket", "tab(1)", "Next tab", id="env.next_tab",
                 tooltip="Overview, Data, Board, Verify, Generator"),
         Binding("left_square_bracket", "tab(-1)", "Prev tab", show=False, id="env.prev_tab"),
-        Binding("e", "edit_generator", "Edit generator", id="env.edit_generator"),
+        Binding("g", "edit_generator", "Edit generator", id="env.edit_generator"),
     ]
 
     def __init__(self, env_id: str, **kwargs):
