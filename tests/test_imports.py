@@ -132,10 +132,6 @@ def test_the_code_imports_its_own_modules_at_module_top():
     assert late == []
 
 
-#: lazy imports found in a file its owner is reworking (engine/synthesis): theirs to hoist; nothing may join them
-PENDING = {"engine.synthesis.contracts re"}
-
-
 def test_every_lazy_import_is_of_a_heavy_or_optional_package_and_says_why():
     unexplained = []
     for module, (tree, lines, is_package) in _sources().items():
@@ -148,7 +144,7 @@ def test_every_lazy_import_is_of_a_heavy_or_optional_package_and_says_why():
                 first -= 1
             if top not in LAZY_OK or not any("#" in line for line in lines[first:node.end_lineno]):
                 unexplained.append(f"{module} {top}")
-    assert set(unexplained) <= PENDING, unexplained
+    assert unexplained == []
 
 
 def test_no_import_cycle_between_any_modules():

@@ -43,7 +43,7 @@ def as_json(data: dict[str, Any]) -> str:
     return "```json\n" + json.dumps(data) + "\n```"
 
 
-def standin_reply(store) -> Any:
+def standin_reply(store: Store) -> Any:
     """A reply function for :class:`~engine.llm.standin.StandIn`: each role's answer, JSON under its contract."""
     designs = itertools.count(1)
 
@@ -112,7 +112,7 @@ def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings) -> 
     return rows
 
 
-def run(store, quick: bool = False, **_: Any) -> BenchResult:
+def run(store: Store, quick: bool = False, **_: Any) -> BenchResult:
     settings = load_settings()
     workers = max(1, settings.executor.workers)
     per_seed = 2 if quick else 6

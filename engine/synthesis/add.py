@@ -8,6 +8,9 @@ from __future__ import annotations
 import ast
 import time
 from pathlib import Path
+from typing import Any, Mapping
+
+from store import Store
 
 from ..config import Settings, load_settings
 from ..errors import ConfigError, SynthesisError
@@ -37,7 +40,7 @@ def program_title(source: str, fallback: str) -> str:
     return first.split("  (")[0][:120] if len(first) >= 5 else fallback
 
 
-def add_program(store, seed_id: str, program: str, *, description: str | None = None, metric: str | None = None,
+def add_program(store: Store, seed_id: str, program: str, *, description: str | None = None, metric: str | None = None,
                 timeout_s: float | None = None, rng_seed: int = 0, settings: Settings | None = None,
                 sandbox=None) -> EnvOutcome:
     """Verify ``program`` as an environment of ``seed_id``; the outcome says verified or rejected (and why)."""
@@ -77,7 +80,7 @@ def add_program(store, seed_id: str, program: str, *, description: str | None = 
     return outcome
 
 
-def _verify(synth: Synthesizer, seed: dict, bp, metric: str, program: str, description: str | None) -> EnvOutcome:
+def _verify(synth: Synthesizer, seed: Mapping[str, Any], bp, metric: str, program: str, description: str | None) -> EnvOutcome:
     draft = synth.new_draft(0)
     try:
         return _check(synth, draft, seed, bp, metric, program, description)
@@ -85,7 +88,7 @@ def _verify(synth: Synthesizer, seed: dict, bp, metric: str, program: str, descr
         synth.discard(draft)
 
 
-def _check(synth: Synthesizer, draft: Draft, seed: dict, bp, metric: str, program: str,
+def _check(synth: Synthesizer, draft: Draft, seed: Mapping[str, Any], bp, metric: str, program: str,
            description: str | None) -> EnvOutcome:
     draft.blueprint, draft.metric = bp, metric
     draft.title = program_title(program, f"{seed['title']} (hand-written program)")

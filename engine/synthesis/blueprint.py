@@ -4,7 +4,7 @@ synthesized environment must keep), its check against the seed, and the procedur
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from ..errors import SynthesisError
 from .contracts import Blueprint
@@ -14,7 +14,7 @@ MODALITIES = ("tabular", "text", "image", "timeseries", "audio")
 __all__ = ["Blueprint", "analyze", "check_blueprint"]
 
 
-def check_blueprint(bp: Blueprint, seed: dict[str, Any]) -> list[str]:
+def check_blueprint(bp: Blueprint, seed: Mapping[str, Any]) -> list[str]:
     """Where a blueprint (valid under its schema) departs from its seed (empty list = acceptable)."""
     problems = [f"blueprint {key} {getattr(bp, key)!r} must equal the seed's {seed[key]!r}"
                 for key in ("modality", "task_type", "metric") if getattr(bp, key) != seed[key]]
@@ -23,7 +23,7 @@ def check_blueprint(bp: Blueprint, seed: dict[str, Any]) -> list[str]:
     return problems
 
 
-def analyze(seed: dict[str, Any]) -> Blueprint:
+def analyze(seed: Mapping[str, Any]) -> Blueprint:
     """The procedural Analyst: read the seed's card, schema and hints into a blueprint."""
     hints = seed.get("hints") or {}
     cols = seed["columns"]

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
+import threading
 from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -163,8 +165,6 @@ class Scenario(Contract):
 
 
 def _valid_name(name: str) -> bool:
-    import re
-
     return re.match(NAME_PATTERN, name) is not None
 
 
@@ -201,10 +201,17 @@ class GeneratorProgram(Contract):
         return source
 
 
+#: one ``ast.parse`` at a time: on CPython 3.11 two threads parsing at once can fail with "AST constructor recursion
+#: depth mismatch" (the parser's recursion counter is shared; fixed in 3.12), and the workers of the local executor
+#: check their programs at the same moment
+_PARSE_LOCK = threading.Lock()
+
+
 def static_problems(source: str) -> list[str]:
     """What is wrong with a program before it runs: syntax, imports outside the allowed set, no CLI."""
     try:
-        tree = ast.parse(source)
+        with _PARSE_LOCK:
+            tree = ast.parse(source)
     except SyntaxError as exc:
         return [f"generator.py does not parse: {exc.msg} (line {exc.lineno})"]
     stdlib = sys.stdlib_module_names

@@ -9,7 +9,7 @@ configuration of the generator template (the typed :class:`~engine.synthesis.con
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -26,7 +26,7 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 4}
 
 
-def _pick_domain(domains: list[dict], seed: dict, rng: np.random.Generator) -> dict:
+def _pick_domain(domains: list[dict], seed: Mapping[str, Any], rng: np.random.Generator) -> dict:
     own = _words(seed["title"])
     others = [d for d in domains if not (_words(d["domain"]) & own)] or domains
     return others[int(rng.integers(len(others)))]
@@ -86,7 +86,7 @@ def _numeric_features(domain: dict, n: int, anonymized: bool, rng: np.random.Gen
     return feats
 
 
-def design_tabular(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str, Any]:
+def design_tabular(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     d = _pick_domain(catalog.TABULAR_DOMAINS, seed, rng)
     anonymized = sum(bool(re.match(r"f_\d+$", c["name"])) for c in seed["columns"]) > 3 and rng.random() < 0.7
     k = 0
@@ -154,7 +154,7 @@ def design_tabular(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[
     }
 
 
-def design_text(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str, Any]:
+def design_text(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     n_cols = max(1, bp.free_text)
     filler = list(catalog.FILLER)
     text: dict[str, Any] = {"filler": filler}
@@ -239,7 +239,7 @@ def design_text(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str
             "n_train": n_train, "n_test": n_test}
 
 
-def design_media(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str, Any]:
+def design_media(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     k = 2
     if bp.modality == "image":
         d = _pick_domain(catalog.IMAGE_DOMAINS, seed, rng)
@@ -308,7 +308,7 @@ def _target_phrase(targets: list[str], bp: Blueprint) -> str:
             "multi_target_regression": f"the values of {names}"}.get(bp.task_type, names)
 
 
-def design(bp: Blueprint, seed: dict, rng: np.random.Generator) -> dict[str, Any]:
+def design(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     """The procedural Designer: one scenario for the blueprint, in a domain other than the seed's."""
     if bp.modality == "tabular":
         scenario = design_tabular(bp, seed, rng)

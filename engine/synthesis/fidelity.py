@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
+
+from store import Store
 
 from ..envs.layout import EnvSpec, GradeSpec
 from ..grading.metrics import get_metric
@@ -61,7 +63,7 @@ def _submission_columns(metric: str, n_classes: int, n_targets: int) -> int:
     return n_classes if get_metric(metric).prediction == "proba" else n_targets
 
 
-def expected_profile(seed: dict[str, Any]) -> Profile:
+def expected_profile(seed: Mapping[str, Any]) -> Profile:
     """The seed's profile, from its card (schema, hints) read by the procedural Analyst."""
     bp = analyze(seed)
     hints = seed.get("hints") or {}
@@ -150,13 +152,14 @@ def check(expected: Profile, measured: Profile) -> list[str]:
     return problems
 
 
-def stored_fidelity(store, env_id: str) -> tuple[Profile, Profile] | None:
+def stored_fidelity(store: Store, env_id: str) -> tuple[Profile, Profile] | None:
     """(seed profile, measured profile) of a stored environment synthesized from a stored seed, else None."""
     row = store.envs.get(env_id)
-    seed = store.seeds.find(row["seed_id"]) if row.get("seed_id") else None
-    if seed is None or not row.get("dir") or not (Path(row["dir"]) / "public" / "train.csv").is_file():
+    seed_id, folder = row["seed_id"], row["dir"]
+    seed = store.seeds.find(seed_id) if seed_id else None
+    if seed is None or not folder or not (Path(folder) / "public" / "train.csv").is_file():
         return None
-    return expected_profile(seed), measure(row["dir"], EnvSpec.from_store(store, env_id).grade)
+    return expected_profile(seed), measure(folder, EnvSpec.from_store(store, env_id).grade)
 
 
 def fidelity_line(expected: Profile, measured: Profile) -> str:

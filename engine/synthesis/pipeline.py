@@ -23,7 +23,7 @@ import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -153,7 +153,7 @@ class Synthesizer:
     registry (the fingerprints of every environment, those being built included) and the money spent (the
     attempts' recorded cost), so any number of workers anywhere keep to one registry and one budget."""
 
-    def __init__(self, store: Store, seed: dict[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
+    def __init__(self, store: Store, seed: Mapping[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
                  rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
                  budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None):
         self.store, self.seed, self.llm, self.sandbox = store, seed, llm, sandbox
@@ -441,7 +441,7 @@ class SynthJob:
     def synthesizer(self, worker: Worker) -> Synthesizer:
         if worker.store is None:
             raise SynthesisError("a synthesis worker needs the store")
-        seed = cast(dict[str, Any], worker.store.seeds.get(self.seed_id))
+        seed = worker.store.seeds.get(self.seed_id)
         return Synthesizer(worker.store, seed, get_llm(self.backend, self.settings),
                            worker.sandbox, run_id=self.run_id, rng_seed=self.rng_seed,
                            settings=self.settings.synthesis, budget_usd=self.budget_usd,

@@ -8,7 +8,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -62,7 +62,7 @@ def _count_rows(path: Path) -> int | None:
     return len(pd.read_csv(path, usecols=[0]))
 
 
-def store_environment(store: Store, draft: Draft, *, seed: dict[str, Any], run_id: str, backend: str, status: str,
+def store_environment(store: Store, draft: Draft, *, seed: Mapping[str, Any], run_id: str, backend: str, status: str,
                       reason: str) -> str:
     """Write env.json, move the build folder to its place (``final_dir``) and turn the reserved row into the
     environment's row with its files and leaderboard, in one transaction."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -81,7 +81,7 @@ FOOTER = "Answer with exactly one JSON object that validates against the schema 
 class RoleContext:
     """The inputs of one role request, typed (which ones are set depends on the role)."""
 
-    seed: dict[str, Any]
+    seed: Mapping[str, Any]
     rng: np.random.Generator
     blueprint: Blueprint | None = None
     scenario: Scenario | None = None
@@ -119,7 +119,7 @@ def role_of(system: str) -> Role:
     raise ValueError(f"no role named in the system prompt {system[:80]!r}")
 
 
-def seed_card(seed: dict[str, Any]) -> dict[str, Any]:
+def seed_card(seed: Mapping[str, Any]) -> dict[str, Any]:
     return {k: seed[k] for k in ("id", "title", "modality", "task_type", "metric", "id_column", "target_columns",
                                  "columns", "train_size", "test_size", "hints") if k in seed}
 
