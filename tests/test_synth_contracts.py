@@ -205,7 +205,7 @@ def test_workers_share_the_near_duplicate_registry_and_the_budget_through_the_st
         assert claim(b, second, reworded) == (first, 1.0)
         assert b.envs.get(second)["fingerprint"] is None  # refused: nothing claimed
         assert claim(b, second, tickets) is None
-        assert a.envs.domains("taxi-fare") == [cold.domain, tickets.domain]
+        assert sorted(a.envs.domains("taxi-fare")) == sorted([cold.domain, tickets.domain])
 
         paid = {"provider": "openai", "cost_usd": 0.25}
         for store, usage in ((a, paid), (b, {**paid, "cost_usd": 0.5}), (b, {})):

@@ -19,7 +19,8 @@ from ..sandbox import get_backend
 from .blueprint import analyze
 from .contracts import ContractError, GeneratorProgram
 from .llm.procedural import ProceduralBackend
-from .pipeline import EnvOutcome, Synthesizer, metric_problems
+from .pipeline import EnvOutcome, Synthesizer
+from .realized import metric_problems
 from .record import Draft
 from .reviewer import review
 from .solutions import with_solution_imports

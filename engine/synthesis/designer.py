@@ -154,28 +154,34 @@ def design_tabular(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Genera
     }
 
 
+def _design_multilabel(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator,
+                       text: dict[str, Any]) -> dict[str, Any]:
+    """A text scenario with several 0/1 flags per row (some implying others)."""
+    d = _pick_domain(catalog.MULTILABEL_DOMAINS, seed, rng)
+    names = list(d["labels"])
+    k = int(np.clip(bp.n_classes, 2, len(names)))
+    chosen = [names[i] for i in sorted(rng.choice(len(names), size=k, replace=False))]
+    n_train, n_test = _sizes(bp, rng)
+    first = float(rng.uniform(0.25, 0.4))
+    rare = float(max(bp.class_balance or 0.1, 0.1))
+    priors = list(np.round(np.geomspace(first, rare, k) * rng.uniform(0.9, 1.1, size=k), 4))
+    text.update({"text_col": d["text_col"], "vocab": {c: d["labels"][c] for c in chosen},
+                 "p_decoy": float(rng.uniform(0.03, 0.1)), "mean_len": int(rng.integers(14, 40)), "style": "topic"})
+    return {"domain": d["domain"], "entity": d["entity"], "title": f"Flag {k} kinds of issues in {d['entity']}s ({d['domain']})",
+            "overview": f"Each row is one {d['entity']}. Several flags can apply to the same {d['entity']}; predict a "
+                        f"probability for each flag.",
+            "id_column": "id", "id_style": "hex", "id_length": 12, "target_columns": chosen,
+            "target_description": "1 if the flag applies, else 0.", "classes": [0, 1], "class_priors": priors,
+            "implies": [[1, 0]] if k > 2 and rng.random() < 0.6 else [], "text": text,
+            "n_train": n_train, "n_test": n_test}
+
+
 def design_text(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
     n_cols = max(1, bp.free_text)
     filler = list(catalog.FILLER)
     text: dict[str, Any] = {"filler": filler}
     if bp.task_type == "multilabel":
-        d = _pick_domain(catalog.MULTILABEL_DOMAINS, seed, rng)
-        names = list(d["labels"])
-        k = int(np.clip(bp.n_classes, 2, len(names)))
-        chosen = [names[i] for i in sorted(rng.choice(len(names), size=k, replace=False))]
-        n_train, n_test = _sizes(bp, rng)
-        first = float(rng.uniform(0.25, 0.4))
-        rare = float(max(bp.class_balance or 0.1, 0.1))
-        priors = list(np.round(np.geomspace(first, rare, k) * rng.uniform(0.9, 1.1, size=k), 4))
-        text.update({"text_col": d["text_col"], "vocab": {c: d["labels"][c] for c in chosen},
-                     "p_decoy": float(rng.uniform(0.03, 0.1)), "mean_len": int(rng.integers(14, 40)), "style": "topic"})
-        return {"domain": d["domain"], "entity": d["entity"], "title": f"Flag {k} kinds of issues in {d['entity']}s ({d['domain']})",
-                "overview": f"Each row is one {d['entity']}. Several flags can apply to the same {d['entity']}; predict a "
-                            f"probability for each flag.",
-                "id_column": "id", "id_style": "hex", "id_length": 12, "target_columns": chosen,
-                "target_description": "1 if the flag applies, else 0.", "classes": [0, 1], "class_priors": priors,
-                "implies": [[1, 0]] if k > 2 and rng.random() < 0.6 else [], "text": text,
-                "n_train": n_train, "n_test": n_test}
+        return _design_multilabel(bp, seed, rng, text)
     if bp.text_style == "style":
         k = int(np.clip(bp.n_classes or 3, 2, 6))
         authors = [catalog.STYLE_NAMES[i] for i in sorted(rng.choice(len(catalog.STYLE_NAMES), size=k, replace=False))]
@@ -198,7 +204,7 @@ def design_text(bp: Blueprint, seed: Mapping[str, Any], rng: np.random.Generator
                 "classes": codes, "class_priors": class_priors(bp, k, n_train, rng), "text": text,
                 "n_train": n_train, "n_test": n_test}
     if bp.text_style == "quality":
-        d = catalog.ESSAY_TOPICS[int(rng.integers(len(catalog.ESSAY_TOPICS)))]
+        d: dict[str, Any] = catalog.ESSAY_TOPICS[int(rng.integers(len(catalog.ESSAY_TOPICS)))]
         k = int(np.clip(bp.n_classes or 6, 3, 8))
         n_train, n_test = _sizes(bp, rng, k)
         text.update({"text_col": "full_text" if rng.random() < 0.5 else "text", "style": "quality", "topic": d["topic"],

@@ -33,7 +33,6 @@ from store import Store
 from ..config import Settings, SynthesisSettings, load_settings
 from ..envs.layout import envs_root, new_build_dir
 from ..errors import InfrastructureError, SandmleError, SynthesisError
-from ..grading.metrics import METRICS, get_metric
 from ..executors import Executor, Worker, get_executor
 from ..llm import Usage
 from ..sandbox import Limits, RunMeta, SandboxBackend
@@ -45,7 +44,7 @@ from .evidence import Evidence
 from .fidelity import expected_profile
 from .grader import prove
 from .llm import LLMBackend, MalformedOutput, get_llm
-from .realized import SpecError, blueprint_problems, describe_from_data, infer_spec, summarize
+from .realized import SpecError, blueprint_problems, describe_from_data, infer_spec, metric_problems, summarize
 from .record import Draft, store_environment
 from .reviewer import review
 from .roles import Role, RoleContext, build_request
@@ -118,15 +117,6 @@ class _BudgetSpent(Exception):
 def derive_seed(*parts: Any) -> int:
     h = hashlib.sha256(":".join(str(p) for p in parts).encode()).digest()
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
-
-
-def metric_problems(metric: str, bp: Blueprint) -> list[str]:
-    if metric not in METRICS:
-        return [f"metric {metric!r} is not in the metric library ({', '.join(sorted(METRICS))})"]
-    want, got = get_metric(bp.metric), get_metric(metric)
-    if (want.prediction, want.lower_is_better) != (got.prediction, got.lower_is_better):
-        return [f"metric {metric!r} does not fit the blueprint's {bp.metric!r} (prediction kind and direction)"]
-    return []
 
 
 def scenario_problems(sc: Scenario, bp: Blueprint) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..envs.layout import GradeSpec
-from ..grading.metrics import get_metric
+from ..grading.metrics import METRICS, get_metric
 from .contracts import Blueprint
 from .describe import METRIC_PROSE
 
@@ -152,13 +152,20 @@ def summarize(env_dir: Path, spec: GradeSpec) -> DataSummary:
                        label_counts=counts, media_folders=media)
 
 
+def metric_problems(metric: str, bp: Blueprint) -> list[str]:
+    """Whether ``metric`` is in the library and scores what the blueprint's metric scores (prediction kind and
+    direction)."""
+    if metric not in METRICS:
+        return [f"metric {metric!r} is not in the metric library ({', '.join(sorted(METRICS))})"]
+    wanted, chosen = get_metric(bp.metric), get_metric(metric)
+    if (wanted.prediction, wanted.lower_is_better) != (chosen.prediction, chosen.lower_is_better):
+        return [f"metric {metric!r} does not fit the blueprint's {bp.metric!r} (prediction kind and direction)"]
+    return []
+
+
 def blueprint_problems(spec: GradeSpec, data: DataSummary, bp: Blueprint) -> list[str]:
     """Where the realized task departs from the seed's blueprint (task type, targets, modality, metric)."""
-    problems = []
-    want, got = get_metric(bp.metric), get_metric(spec.metric)
-    if (want.prediction, want.lower_is_better) != (got.prediction, got.lower_is_better):
-        problems.append(f"metric {spec.metric!r} does not fit the seed's {bp.metric!r} (prediction kind and "
-                        "direction differ)")
+    problems = metric_problems(spec.metric, bp)
     n_targets = len(spec.target_columns)
     n_labels = [len(c) for c in data.label_counts.values()]
     task = bp.task_type

@@ -278,6 +278,21 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
     return report, problems
 
 
+def leaderboard(spec: GradeSpec, answers: pd.DataFrame, scored: list[tuple[LadderRun, float]], strong: pd.DataFrame,
+                trivial: pd.DataFrame, seed: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The environment's leaderboard: every reference run, and blends of the strong one with the constant."""
+    board: list[dict[str, Any]] = [{"name": f"reference-{r.name}", "score": score, "rng_seed": r.seed,
+                                    "source": "reference", "wall_s": round(r.wall_s, 4)} for r, score in scored]
+    for alpha in (0.25, 0.5, 0.75):
+        try:
+            v = score_submission(spec, answers, blend(spec, strong, trivial, alpha, rng))
+        except InvalidSubmission:
+            continue
+        board.append({"name": f"variant-strong{int(alpha * 100)}", "score": float(v), "rng_seed": seed,
+                      "source": "variant", "wall_s": None})
+    return board
+
+
 def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1),
            media_col: str | None = None, limits: Limits | None = None, meta: RunMeta | None = None,
            rng: np.random.Generator | None = None, expected: Profile | None = None) -> Verdict:
@@ -335,15 +350,7 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
         return Verdict(False, f"saturated: a reference scores {best_score:.4g}, (nearly) the metric's best",
                        "engineer", 0.6, report)
     strong0 = subs[("strong", seeds[0])]
-    board: list[dict[str, Any]] = [{"name": f"reference-{r.name}", "score": score, "rng_seed": r.seed,
-                                    "source": "reference", "wall_s": round(r.wall_s, 4)} for r, score in scored]
-    for alpha in (0.25, 0.5, 0.75):
-        try:
-            v = score_submission(spec, answers, blend(spec, strong0, subs[("trivial", seeds[0])], alpha, rng))
-            board.append({"name": f"variant-strong{int(alpha * 100)}", "score": float(v), "rng_seed": seeds[0],
-                          "source": "variant", "wall_s": None})
-        except InvalidSubmission:
-            pass
+    board = leaderboard(spec, answers, scored, strong0, subs[("trivial", seeds[0])], seeds[0], rng)
     th = thresholds([e["score"] for e in board], spec.lower_is_better)
     const_medals = [th.medal(s) for s in by["trivial"]]
     report["thresholds"] = th.to_dict()
