@@ -17,7 +17,7 @@ from ..errors import ConfigError, SynthesisError
 from ..grading.metrics import METRICS
 from ..sandbox import get_backend
 from .blueprint import analyze
-from .contracts import ContractError, GeneratorProgram
+from .contracts import Blueprint, ContractError, GeneratorProgram
 from .llm.procedural import ProceduralBackend
 from .pipeline import EnvOutcome, Synthesizer
 from .realized import metric_problems
@@ -47,11 +47,11 @@ def add_program(store: Store, seed_id: str, program: str, *, description: str | 
     """Verify ``program`` as an environment of ``seed_id``; the outcome says verified or rejected (and why)."""
     settings = settings or load_settings()
     seed = store.seeds.get(seed_id)
-    bp = analyze(seed)
-    metric = metric or bp.metric
+    blueprint = analyze(seed)
+    metric = metric or blueprint.metric
     if metric not in METRICS:
         raise ConfigError(f"--metric {metric!r} is not a known metric (known: {', '.join(sorted(METRICS))})")
-    misfit = metric_problems(metric, bp)
+    misfit = metric_problems(metric, blueprint)
     if misfit:
         raise ConfigError(f"--metric: {misfit[0]}")
     if timeout_s is not None and timeout_s <= 0:
@@ -68,7 +68,7 @@ def add_program(store: Store, seed_id: str, program: str, *, description: str | 
     try:
         synth = Synthesizer(store, seed, ProceduralBackend(), sandbox, run_id=run_id, rng_seed=rng_seed,
                             settings=synthesis, backend_name=BACKEND)
-        outcome = _verify(synth, seed, bp, metric, program, description)
+        outcome = _verify(synth, seed, blueprint, metric, program, description)
     except BaseException as exc:
         store.runs.finish(run_id, "failed", error=str(exc))
         raise
@@ -81,17 +81,18 @@ def add_program(store: Store, seed_id: str, program: str, *, description: str | 
     return outcome
 
 
-def _verify(synth: Synthesizer, seed: Mapping[str, Any], bp, metric: str, program: str, description: str | None) -> EnvOutcome:
+def _verify(synth: Synthesizer, seed: Mapping[str, Any], blueprint: Blueprint, metric: str, program: str,
+            description: str | None) -> EnvOutcome:
     draft = synth.new_draft(0)
     try:
-        return _check(synth, draft, seed, bp, metric, program, description)
+        return _check(synth, draft, seed, blueprint, metric, program, description)
     finally:
         synth.discard(draft)
 
 
-def _check(synth: Synthesizer, draft: Draft, seed: Mapping[str, Any], bp, metric: str, program: str,
+def _check(synth: Synthesizer, draft: Draft, seed: Mapping[str, Any], blueprint: Blueprint, metric: str, program: str,
            description: str | None) -> EnvOutcome:
-    draft.blueprint, draft.metric = bp, metric
+    draft.blueprint, draft.metric = blueprint, metric
     draft.title = program_title(program, f"{seed['title']} (hand-written program)")
     try:
         parsed = GeneratorProgram.parse({"program": program, "notes": "brought with sandmle envs add"})

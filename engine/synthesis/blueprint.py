@@ -14,11 +14,11 @@ MODALITIES = ("tabular", "text", "image", "timeseries", "audio")
 __all__ = ["Blueprint", "analyze", "check_blueprint"]
 
 
-def check_blueprint(bp: Blueprint, seed: Mapping[str, Any]) -> list[str]:
+def check_blueprint(blueprint: Blueprint, seed: Mapping[str, Any]) -> list[str]:
     """Where a blueprint (valid under its schema) departs from its seed (empty list = acceptable)."""
-    problems = [f"blueprint {key} {getattr(bp, key)!r} must equal the seed's {seed[key]!r}"
-                for key in ("modality", "task_type", "metric") if getattr(bp, key) != seed[key]]
-    if bp.task_type in ("binary", "multiclass", "ordinal", "multilabel") and bp.n_classes < 2:
+    problems = [f"blueprint {key} {getattr(blueprint, key)!r} must equal the seed's {seed[key]!r}"
+                for key in ("modality", "task_type", "metric") if getattr(blueprint, key) != seed[key]]
+    if blueprint.task_type in ("binary", "multiclass", "ordinal", "multilabel") and blueprint.n_classes < 2:
         problems.append("n_classes must be an integer >= 2 for a classification task")
     return problems
 
@@ -47,7 +47,7 @@ def analyze(seed: Mapping[str, Any]) -> Blueprint:
     if m:
         n_numeric = max(n_numeric, int(m.group(1)))
     traits = []
-    bp = Blueprint(
+    blueprint = Blueprint(
         seed_id=seed["id"], modality=seed["modality"] if seed["modality"] in MODALITIES else "timeseries",
         task_type=task, metric=seed["metric"], lower_is_better=bool(seed["lower_is_better"]),
         n_classes=n_classes, n_targets=len(seed["target_columns"]),
@@ -63,21 +63,21 @@ def analyze(seed: Mapping[str, Any]) -> Blueprint:
         original_train_size=int(seed["train_size"]), original_test_size=int(seed["test_size"]), notes=notes,
     )
     if free_text:
-        bp.text_style = "quality" if task == "ordinal" else ("style" if "stylometry" in seed.get("tags", []) or
+        blueprint.text_style = "quality" if task == "ordinal" else ("style" if "stylometry" in seed.get("tags", []) or
                                                               "punctuation" in low else "topic")
-    if bp.modality == "image" and not bp.image_size:
-        bp.image_size = 32
-    if bp.modality in ("audio", "timeseries") and not bp.sequence_length:
-        bp.sequence_length = 256 if bp.modality == "timeseries" else 2000
+    if blueprint.modality == "image" and not blueprint.image_size:
+        blueprint.image_size = 32
+    if blueprint.modality in ("audio", "timeseries") and not blueprint.sequence_length:
+        blueprint.sequence_length = 256 if blueprint.modality == "timeseries" else 2000
     for key in ("class_balance", "missing_rate", "high_cardinality", "code_feature", "free_text", "temporal",
                 "groups", "shift", "label_noise"):
-        if getattr(bp, key):
+        if getattr(blueprint, key):
             traits.append(key)
     if task == "multilabel":
         traits.append("multi_label")
-    if bp.n_targets > 1:
+    if blueprint.n_targets > 1:
         traits.append("multi_target")
-    bp.traits = traits
-    if bp.modality not in MODALITIES:
+    blueprint.traits = traits
+    if blueprint.modality not in MODALITIES:
         raise SynthesisError(f"seed {seed['id']}: modality {seed['modality']!r} has no generator")
-    return bp
+    return blueprint

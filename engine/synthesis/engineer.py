@@ -27,23 +27,25 @@ SIGNAL_RANGE = {"tabular": (0.9, 1.5), "text": (0.8, 1.3), "image": (0.55, 0.9),
                 "timeseries": (0.7, 1.2)}
 
 
-def difficulty(bp: Blueprint, rng: np.random.Generator) -> dict[str, Any]:
-    lo, hi = SIGNAL_RANGE.get(bp.modality, (0.8, 1.4))
+def difficulty(blueprint: Blueprint, rng: np.random.Generator) -> dict[str, Any]:
+    lo, hi = SIGNAL_RANGE.get(blueprint.modality, (0.8, 1.4))
     return {
         "signal": round(float(rng.uniform(lo, hi)), 4),
         "noise": round(float(rng.uniform(0.3, 0.8)), 4),
-        "label_noise": round(float(bp.label_noise or rng.uniform(0.0, 0.05)), 4),
-        "missing_rate": round(float(bp.missing_rate * rng.uniform(0.7, 1.3)) if bp.missing_rate else 0.0, 4),
-        "shift": round(float(rng.uniform(0.3, 0.8)), 4) if bp.shift else 0.0,
+        "label_noise": round(float(blueprint.label_noise or rng.uniform(0.0, 0.05)), 4),
+        "missing_rate": round(float(blueprint.missing_rate * rng.uniform(0.7, 1.3)) if blueprint.missing_rate else 0.0,
+                              4),
+        "shift": round(float(rng.uniform(0.3, 0.8)), 4) if blueprint.shift else 0.0,
     }
 
 
-def build_config(bp: Blueprint, scenario: dict[str, Any], spec: GradeSpec, knobs: dict[str, Any]) -> dict[str, Any]:
+def build_config(blueprint: Blueprint, scenario: dict[str, Any], spec: GradeSpec,
+                 knobs: dict[str, Any]) -> dict[str, Any]:
     cfg = {k: v for k, v in scenario.items()}
     cfg.update(knobs)
-    cfg.update({"modality": bp.modality, "task_type": bp.task_type, "metric": spec.metric,
-                "grade": spec.to_dict(), "nonnegative": bp.nonnegative_target})
-    if bp.modality == "text":
+    cfg.update({"modality": blueprint.modality, "task_type": blueprint.task_type, "metric": spec.metric,
+                "grade": spec.to_dict(), "nonnegative": blueprint.nonnegative_target})
+    if blueprint.modality == "text":
         tx = dict(cfg["text"])
         tx["p_signal"] = round(0.09 * knobs["signal"], 4)
         tx["p_confuse"] = round(0.03, 4)

@@ -65,13 +65,14 @@ def _submission_columns(metric: str, n_classes: int, n_targets: int) -> int:
 
 def expected_profile(seed: Mapping[str, Any]) -> Profile:
     """The seed's profile, from its card (schema, hints) read by the procedural Analyst."""
-    bp = analyze(seed)
+    blueprint = analyze(seed)
     hints = seed.get("hints") or {}
-    return Profile(modality=bp.modality, task_type=bp.task_type, metric=bp.metric, n_classes=bp.n_classes,
-                   n_targets=bp.n_targets, numeric=bp.n_numeric,
-                   categorical=bp.n_categorical + int(bp.temporal), text=bp.free_text,
+    return Profile(modality=blueprint.modality, task_type=blueprint.task_type, metric=blueprint.metric,
+                   n_classes=blueprint.n_classes,
+                   n_targets=blueprint.n_targets, numeric=blueprint.n_numeric,
+                   categorical=blueprint.n_categorical + int(blueprint.temporal), text=blueprint.free_text,
                    id_in_test=bool(hints.get("id_in_test", True)),
-                   submission_columns=_submission_columns(bp.metric, bp.n_classes, bp.n_targets))
+                   submission_columns=_submission_columns(blueprint.metric, blueprint.n_classes, blueprint.n_targets))
 
 
 def column_kind(values: pd.Series) -> str:

@@ -16,15 +16,15 @@ from ..grading.score import score_submission
 from .blueprint import Blueprint
 
 
-def grade_spec(bp: Blueprint, scenario: dict[str, Any], metric: str | None = None) -> GradeSpec:
-    metric = metric or bp.metric
+def grade_spec(blueprint: Blueprint, scenario: dict[str, Any], metric: str | None = None) -> GradeSpec:
+    metric = metric or blueprint.metric
     m = get_metric(metric)
     targets = list(scenario["target_columns"])
     classes = scenario.get("classes")
     pred = [str(c) for c in classes or []] if metric == "log_loss" else targets
     return GradeSpec(metric=metric, lower_is_better=m.lower_is_better, id_column=scenario["id_column"],
                      target_columns=targets, prediction_columns=pred,
-                     classes=list(classes) if classes is not None else None, task_type=bp.task_type)
+                     classes=list(classes) if classes is not None else None, task_type=blueprint.task_type)
 
 
 def better(spec: GradeSpec, a: float, b: float) -> bool:

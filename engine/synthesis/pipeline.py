@@ -119,20 +119,20 @@ def derive_seed(*parts: Any) -> int:
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF
 
 
-def scenario_problems(sc: Scenario, bp: Blueprint) -> list[str]:
+def scenario_problems(sc: Scenario, blueprint: Blueprint) -> list[str]:
     """Where a (schema-valid) scenario departs from the blueprint."""
     problems = []
     kinds = {c.type for c in sc.columns}
-    classification = bp.task_type in ("binary", "multiclass", "ordinal")
+    classification = blueprint.task_type in ("binary", "multiclass", "ordinal")
     if classification and (not sc.classes or len(sc.classes) < 2):
-        problems.append(f"a {bp.task_type} scenario needs its class labels in 'classes'")
-    if bp.task_type in ("multilabel", "multi_target_regression") and len(sc.target_columns) < 2:
-        problems.append(f"a {bp.task_type} scenario needs at least 2 target columns")
-    if bp.modality in ("image", "audio", "timeseries") and not sc.media_column:
-        problems.append(f"a {bp.modality} scenario needs a media_path column named in 'media_column'")
-    if bp.modality == "text" and "text" not in kinds:
+        problems.append(f"a {blueprint.task_type} scenario needs its class labels in 'classes'")
+    if blueprint.task_type in ("multilabel", "multi_target_regression") and len(sc.target_columns) < 2:
+        problems.append(f"a {blueprint.task_type} scenario needs at least 2 target columns")
+    if blueprint.modality in ("image", "audio", "timeseries") and not sc.media_column:
+        problems.append(f"a {blueprint.modality} scenario needs a media_path column named in 'media_column'")
+    if blueprint.modality == "text" and "text" not in kinds:
         problems.append("a text scenario needs at least one column of type 'text'")
-    if bp.modality == "tabular" and len(sc.columns) < 3:
+    if blueprint.modality == "tabular" and len(sc.columns) < 3:
         problems.append("a tabular scenario needs at least 3 feature columns")
     return problems
 
@@ -258,17 +258,17 @@ class Synthesizer:
                            metric=draft.metric, **inputs)
 
     def _build(self, draft: Draft) -> EnvOutcome:
-        bp = self.ask(draft, "analyst", self.context(draft), lambda b: check_blueprint(b, self.seed))
-        draft.blueprint = bp.model_copy(update={"seed_id": self.seed["id"]})
+        blueprint = self.ask(draft, "analyst", self.context(draft), lambda b: check_blueprint(b, self.seed))
+        draft.blueprint = blueprint.model_copy(update={"seed_id": self.seed["id"]})
         refused: list[str] = []
         for _ in range(self.settings.max_designs):
             draft.scenario, draft.metric = None, None
             draft.scenario = self.ask(draft, "designer", self.context(draft, refused=refused,
                                                                       taken_domains=self.store.envs.domains(
                                                                           self.seed["id"])),
-                                      lambda sc: self._scenario_check(draft, sc, bp))
+                                      lambda sc: self._scenario_check(draft, sc, blueprint))
             draft.metric = self.ask(draft, "grader", self.context(draft),
-                                    lambda m: metric_problems(m.metric, bp)).metric
+                                    lambda m: metric_problems(m.metric, blueprint)).metric
             reasons = self._program_rounds(draft)
             if not reasons:
                 return self._finish(draft)
@@ -276,10 +276,10 @@ class Synthesizer:
                            "programs: " + " | ".join(reasons))
         raise _Rejected(f"designer: no verifiable scenario in {self.settings.max_designs}: {refused[-1]}")
 
-    def _scenario_check(self, draft: Draft, sc: Scenario, bp: Blueprint) -> list[str]:
+    def _scenario_check(self, draft: Draft, sc: Scenario, blueprint: Blueprint) -> list[str]:
         """The scenario's departures from the blueprint; else it is claimed for the draft in the store unless it
         is a near-duplicate of an environment there (stored, or being built by any worker)."""
-        problems = scenario_problems(sc, bp)
+        problems = scenario_problems(sc, blueprint)
         if problems:
             return problems
         fp = fingerprint(sc)
@@ -311,8 +311,8 @@ class Synthesizer:
     def check_program(self, draft: Draft, program: GeneratorProgram, classes: list | None = None) -> Evidence | None:
         """Run a program in the sandbox and put its data through every check; None when it verifies (the draft then
         holds its spec, proof and verdict), else the evidence against it. Every step is a stored attempt."""
-        bp, metric = draft.blueprint, draft.metric
-        if bp is None or metric is None:
+        blueprint, metric = draft.blueprint, draft.metric
+        if blueprint is None or metric is None:
             raise SynthesisError("check_program needs the draft's blueprint and metric")
         draft.program, draft.spec, draft.proof, draft.verdict = program, None, None, None
         draft.programs_run += 1
@@ -323,7 +323,7 @@ class Synthesizer:
         if not gen.ok:
             evidence: Evidence | None = Evidence(stage="run", cause=gen.error, traceback=gen.traceback)
         else:
-            evidence = self._realize(draft, bp, metric, classes) or self._prove_and_verify(draft)
+            evidence = self._realize(draft, blueprint, metric, classes) or self._prove_and_verify(draft)
         digest = hashlib.sha256(program.program.encode()).hexdigest()
         self.record(draft, "engineer", f"run generator.py --seed {draft.data_seed} and check what it wrote",
                     {"sha256": digest, "sandbox_run": gen.sandbox_run_id, "evidence": evidence and evidence.model_dump()},
@@ -331,20 +331,20 @@ class Synthesizer:
                     time.perf_counter() - t0)
         return evidence
 
-    def _realize(self, draft: Draft, bp: Blueprint, metric: str, classes: list | None) -> Evidence | None:
+    def _realize(self, draft: Draft, blueprint: Blueprint, metric: str, classes: list | None) -> Evidence | None:
         """The files' layout, grading spec and agreement with the blueprint (writes grade.json and, where the
         program wrote none, a description from the data for the reference solutions)."""
         problems = missing_files(draft.env_dir)
         if problems:
             return Evidence(stage="output", cause=problems[0], problems=problems)
         try:
-            spec = infer_spec(draft.env_dir, metric, bp.task_type, classes)
+            spec = infer_spec(draft.env_dir, metric, blueprint.task_type, classes)
         except SpecError as exc:
             return Evidence(stage="output", cause=exc.problems[0], problems=exc.problems)
         draft.spec = spec
         data = summarize(draft.env_dir, spec)
         media = next((c.name for c in data.columns if c.kind == "media"), None)
-        problems = check_output(draft.env_dir, spec, media) or blueprint_problems(spec, data, bp)
+        problems = check_output(draft.env_dir, spec, media) or blueprint_problems(spec, data, blueprint)
         if problems:
             return Evidence(stage="output", cause=problems[0], problems=problems)
         (draft.env_dir / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))

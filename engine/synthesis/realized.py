@@ -152,23 +152,23 @@ def summarize(env_dir: Path, spec: GradeSpec) -> DataSummary:
                        label_counts=counts, media_folders=media)
 
 
-def metric_problems(metric: str, bp: Blueprint) -> list[str]:
+def metric_problems(metric: str, blueprint: Blueprint) -> list[str]:
     """Whether ``metric`` is in the library and scores what the blueprint's metric scores (prediction kind and
     direction)."""
     if metric not in METRICS:
         return [f"metric {metric!r} is not in the metric library ({', '.join(sorted(METRICS))})"]
-    wanted, chosen = get_metric(bp.metric), get_metric(metric)
+    wanted, chosen = get_metric(blueprint.metric), get_metric(metric)
     if (wanted.prediction, wanted.lower_is_better) != (chosen.prediction, chosen.lower_is_better):
-        return [f"metric {metric!r} does not fit the blueprint's {bp.metric!r} (prediction kind and direction)"]
+        return [f"metric {metric!r} does not fit the blueprint's {blueprint.metric!r} (prediction kind and direction)"]
     return []
 
 
-def blueprint_problems(spec: GradeSpec, data: DataSummary, bp: Blueprint) -> list[str]:
+def blueprint_problems(spec: GradeSpec, data: DataSummary, blueprint: Blueprint) -> list[str]:
     """Where the realized task departs from the seed's blueprint (task type, targets, modality, metric)."""
-    problems = metric_problems(spec.metric, bp)
+    problems = metric_problems(spec.metric, blueprint)
     n_targets = len(spec.target_columns)
     n_labels = [len(c) for c in data.label_counts.values()]
-    task = bp.task_type
+    task = blueprint.task_type
     if task in ("multilabel", "multi_target_regression") and n_targets < 2:
         problems.append(f"a {task} task needs at least 2 target columns; train.csv has {n_targets}")
     if task not in ("multilabel", "multi_target_regression") and n_targets != 1:
@@ -180,9 +180,9 @@ def blueprint_problems(spec: GradeSpec, data: DataSummary, bp: Blueprint) -> lis
     if task == "multilabel" and any(n > 2 for n in n_labels):
         problems.append("every multilabel target must be 0/1")
     kinds = {c.kind for c in data.columns if c.name != spec.id_column and c.name not in spec.target_columns}
-    modality_kind = {"text": "text", "image": "media", "audio": "media", "timeseries": "media"}.get(bp.modality)
+    modality_kind = {"text": "text", "image": "media", "audio": "media", "timeseries": "media"}.get(blueprint.modality)
     if modality_kind and modality_kind not in kinds:
-        problems.append(f"the seed is a {bp.modality} task but no column of test.csv holds "
+        problems.append(f"the seed is a {blueprint.modality} task but no column of test.csv holds "
                         + ("free text" if modality_kind == "text" else "media file paths (.png / .npy)"))
     if not 50 <= data.n_train <= 200:
         problems.append(f"train.csv has {data.n_train} rows; micro environments need 50-200")

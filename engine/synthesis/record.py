@@ -68,7 +68,7 @@ def store_environment(store: Store, draft: Draft, *, seed: Mapping[str, Any], ru
     environment's row with its files and leaderboard, in one transaction."""
     env_dir, final_dir = draft.env_dir, draft.final_dir
     env_dir.mkdir(parents=True, exist_ok=True)
-    bp, spec, scenario, verdict = draft.blueprint, draft.spec, draft.scenario, draft.verdict
+    blueprint, spec, scenario, verdict = draft.blueprint, draft.spec, draft.scenario, draft.verdict
     verified = verdict if status == "verified" else None
     board = verified.leaderboard if verified is not None else []
     thresholds = verified.thresholds if verified is not None else None
@@ -79,13 +79,14 @@ def store_environment(store: Store, draft: Draft, *, seed: Mapping[str, Any], ru
         "title": scenario.title if scenario else draft.title or f"{seed['title']} (rejected draft)",
         "status": status,
         "reason": reason or None, "split": "train",
-        "modality": bp.modality if bp else seed["modality"], "task_type": bp.task_type if bp else seed["task_type"],
+        "modality": blueprint.modality if blueprint else seed["modality"],
+        "task_type": blueprint.task_type if blueprint else seed["task_type"],
         "metric": spec.metric if spec else seed["metric"],
         "lower_is_better": int(spec.lower_is_better if spec else seed["lower_is_better"]),
         "id_column": spec.id_column if spec else seed["id_column"],
         "target_columns": spec.target_columns if spec else seed["target_columns"],
         "n_train": _count_rows(env_dir / "public" / "train.csv"), "n_test": _count_rows(env_dir / "public" / "test.csv"),
-        "backend": backend, "rng_seed": draft.data_seed, "blueprint": bp.model_dump() if bp else {},
+        "backend": backend, "rng_seed": draft.data_seed, "blueprint": blueprint.model_dump() if blueprint else {},
         "scenario": scenario.for_prompt() if scenario else {}, "thresholds": thresholds,
         "verification": verification, "dir": str(final_dir),
         "fingerprint": fingerprint(scenario) if scenario else None,

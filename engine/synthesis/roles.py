@@ -152,28 +152,29 @@ def _system(role: Role, ctx: RoleContext) -> list[str]:
 
 
 def _prompt(role: Role, ctx: RoleContext) -> list[str]:
-    bp = ctx.blueprint.model_dump_json(indent=1) if ctx.blueprint else ""
+    blueprint_json = ctx.blueprint.model_dump_json(indent=1) if ctx.blueprint else ""
     scenario = json.dumps(ctx.scenario.for_prompt(), indent=1) if ctx.scenario else ""
     if role == "analyst":
         return ["Seed task card:", json.dumps(seed_card(ctx.seed), indent=1, default=str),
                 "Seed description:", str(ctx.seed.get("description", ""))[:3000]]
     if role == "designer":
         taken = ctx.taken_domains[-TAKEN_SHOWN:]
-        parts = ["Blueprint:", bp, f"Not allowed: the seed's own domain ({ctx.seed['title']})"
+        parts = ["Blueprint:", blueprint_json, f"Not allowed: the seed's own domain ({ctx.seed['title']})"
                  + (", and the domains already taken: " + "; ".join(taken) if taken else "") + "."]
         if ctx.refused:
             parts += ["Earlier scenarios for this task were refused:", "\n".join(f"- {r}" for r in ctx.refused),
                       "Design a different scenario that avoids these problems."]
         return parts
     if role == "grader":
-        return ["Blueprint:", bp, "Scenario:", scenario, "Metric library: " + "; ".join(
+        return ["Blueprint:", blueprint_json, "Scenario:", scenario, "Metric library: " + "; ".join(
             f"{m.name} ({m.description}; {'lower' if m.lower_is_better else 'higher'} is better)"
             for m in METRICS.values())]
     if role == "engineer":
         if ctx.scenario is None or ctx.metric is None:
             raise ValueError("the engineer needs the scenario and the metric")
-        parts = ["Blueprint:", bp, "Scenario:", scenario, f"Metric: {ctx.metric}. The sample submission's header "
-                 f"must be: {','.join(submission_columns(ctx.scenario, ctx.metric))}"]
+        parts = ["Blueprint:", blueprint_json, "Scenario:", scenario,
+                 f"Metric: {ctx.metric}. The sample submission's header must be: "
+                 f"{','.join(submission_columns(ctx.scenario, ctx.metric))}"]
         if ctx.previous is not None and ctx.evidence is not None:
             parts += ["Your previous generator.py:", "```python\n" + ctx.previous.program + "\n```",
                       "It was refused. The evidence:", ctx.evidence.render(),

@@ -43,8 +43,8 @@ class ProceduralBackend(LLMBackend):
 
     @staticmethod
     def designer(ctx: RoleContext) -> dict[str, Any]:
-        bp = _need(ctx.blueprint)
-        return scenario_from_recipe(design(bp, ctx.seed, ctx.rng), bp).model_dump()
+        blueprint = _need(ctx.blueprint)
+        return scenario_from_recipe(design(blueprint, ctx.seed, ctx.rng), blueprint).model_dump()
 
     @staticmethod
     def grader(ctx: RoleContext) -> dict[str, Any]:
@@ -52,15 +52,16 @@ class ProceduralBackend(LLMBackend):
 
     @staticmethod
     def engineer(ctx: RoleContext) -> dict[str, Any]:
-        bp, scenario, metric = _need(ctx.blueprint), _need(ctx.scenario), _need(ctx.metric)
+        blueprint, scenario, metric = _need(ctx.blueprint), _need(ctx.scenario), _need(ctx.metric)
         previous = ctx.previous.knobs if ctx.previous is not None else None
         if previous is not None and ctx.evidence is not None:
             signal = min(4.5, max(0.1, previous.signal * ctx.evidence.signal_factor))
             knobs = previous.model_copy(update={"signal": round(signal, 4)})
         else:
-            knobs = Knobs(**difficulty(bp, ctx.rng))
+            knobs = Knobs(**difficulty(blueprint, ctx.rng))
         recipe = _need(scenario.recipe)
-        program = render_program(build_config(bp, recipe, grade_spec(bp, recipe, metric), knobs.model_dump()))
+        spec = grade_spec(blueprint, recipe, metric)
+        program = render_program(build_config(blueprint, recipe, spec, knobs.model_dump()))
         return GeneratorProgram(program=program, notes="the procedural template with its difficulty knobs",
                                 knobs=knobs).model_dump()
 
@@ -79,7 +80,7 @@ def _need(value: Any) -> Any:
     return value
 
 
-def scenario_from_recipe(recipe: dict[str, Any], bp: Blueprint) -> Scenario:
+def scenario_from_recipe(recipe: dict[str, Any], blueprint: Blueprint) -> Scenario:
     """The typed scenario of a catalog design (the design itself stays attached as ``recipe``)."""
     columns: list[ColumnSpec] = []
     temporal = recipe.get("temporal")
@@ -112,6 +113,6 @@ def scenario_from_recipe(recipe: dict[str, Any], bp: Blueprint) -> Scenario:
     return Scenario(domain=recipe["domain"], entity=recipe["entity"], title=recipe["title"],
                     overview=recipe["overview"], id_column=recipe["id_column"], columns=columns,
                     target_columns=list(recipe["target_columns"]), target_meaning=meaning or "the target",
-                    target_dependence=TEMPLATE_DEPENDENCE[bp.modality], classes=recipe.get("classes"),
+                    target_dependence=TEMPLATE_DEPENDENCE[blueprint.modality], classes=recipe.get("classes"),
                     class_priors=recipe.get("class_priors"), n_train=int(recipe["n_train"]),
                     n_test=int(recipe["n_test"]), media_column=recipe.get("media_column"), recipe=recipe)
