@@ -99,3 +99,25 @@ def run_cli_quick(screen, argv: list[str], then: Callable[[], None] | None = Non
             screen.app.call_from_thread(then)
 
     screen.run_worker(run, thread=True, group="cli-quick")
+
+
+PAGE = 100  # rows listed at once: a screenful is ~15, a GRPO run has thousands of rollouts; paging is one key
+
+
+class PagedScreen(BaseScreen):
+    """A main screen whose table lists one page of a long list at a time (``[`` ``]``): ``reload`` reads ``PAGE``
+    rows from ``page_start`` and sets ``total``."""
+
+    table: DataTable
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.page_start = 0
+        self.total = 0
+
+    def action_page(self, delta: int) -> None:
+        new = self.page_start + delta * PAGE
+        if 0 <= new < max(1, self.total):
+            self.page_start = new
+            self.reload()
+            self.table.move_cursor(row=0)

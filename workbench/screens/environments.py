@@ -11,17 +11,16 @@ from engine.envs.layout import REAL_SPLIT
 
 from ..fmt import clip, short_id
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, selected_key
+from .base import PAGE, PagedScreen, fill_table, selected_key
 from .env_detail import EnvDetailScreen, export_env
 
-PAGE = 100  # rows per page: a screenful is ~15, paging is one key
 #: (column, width): 80 columns in all, the id wide enough to keep the part that tells synthesized ids apart
 COLUMNS = (("id", 26), ("status", 10), ("split", 7), ("metric", 8), ("rows", 6), ("why", 9))
 STATUSES = (None, "verified", "rejected", "pending")
 MARK = {"verified": "✓ verified", "rejected": "✗ rejected", "pending": "… pending"}
 
 
-class EnvironmentsScreen(BaseScreen):
+class EnvironmentsScreen(PagedScreen):
     LABEL = "Environments"
     BINDINGS = [
         Binding("slash", "focus_filter", "Filter", id="envs.filter"),
@@ -38,8 +37,6 @@ class EnvironmentsScreen(BaseScreen):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.status: str | None = None
-        self.page_start = 0
-        self.total = 0
 
     def compose(self) -> ComposeResult:
         yield NavBar("environments")
@@ -115,13 +112,6 @@ class EnvironmentsScreen(BaseScreen):
         self.status = STATUSES[(STATUSES.index(self.status) + 1) % len(STATUSES)]
         self.page_start = 0
         self.reload()
-
-    def action_page(self, delta: int) -> None:
-        new = self.page_start + delta * PAGE
-        if 0 <= new < max(1, self.total):
-            self.page_start = new
-            self.reload()
-            self.table.move_cursor(row=0)
 
     def action_open(self) -> None:
         key = selected_key(self.table)

@@ -10,10 +10,7 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from ..fmt import short_id
 from ..widgets.trajectory_view import TrajectoryView
-from .base import BaseScreen, fill_table, selected_key
-
-
-PAGE = 100  # rollouts listed at once; a GRPO run has thousands
+from .base import PAGE, PagedScreen, fill_table, selected_key
 
 
 def short_group(group_id: str | None) -> str:
@@ -21,7 +18,7 @@ def short_group(group_id: str | None) -> str:
     return (group_id or "").split("/", 1)[-1][-10:]
 
 
-class TrajectoriesScreen(BaseScreen):
+class TrajectoriesScreen(PagedScreen):
     LABEL = "Rollouts"
     BINDINGS = [
         Binding("escape", "back", "Back", id="traj.back", tooltip="Leave compare mode, then the rollouts"),
@@ -37,8 +34,6 @@ class TrajectoriesScreen(BaseScreen):
         super().__init__(**kwargs)
         self.run_id, self.env_id = run_id, env_id
         self.partner: str | None = None
-        self.page_start = 0
-        self.total = 0
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -138,13 +133,6 @@ class TrajectoriesScreen(BaseScreen):
             self.partner = mates[(mates.index(self.partner) + 1) % len(mates)]
         self.partner = self.partner or (mates[0] if mates else None)
         self.show_partner(key)
-
-    def action_page(self, delta: int) -> None:
-        new = self.page_start + delta * PAGE
-        if 0 <= new < max(1, self.total):
-            self.page_start = new
-            self.reload()
-            self.table.move_cursor(row=0)
 
     def action_back(self) -> None:
         if self.partner is not None:
