@@ -15,10 +15,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # What the sandbox backends need: bubblewrap (local) and docker.io (the docker backend; its tests start dockerd),
-# installed when we are root with apt-get; elsewhere a note (the docker tests then skip, saying why).
+# and tmux (the tests start the installed `sandmle` in a real 80x24 terminal), installed when we are root with
+# apt-get; elsewhere a note (the docker tests then skip, saying why).
 sandbox-deps:
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing=" bubblewrap"; \
 	command -v dockerd >/dev/null 2>&1 || missing="$$missing docker.io"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null 2>&1 \

@@ -11,7 +11,7 @@ from textual.theme import Theme
 from engine.config import load_settings, set_value
 from engine.errors import SandmleError
 
-THEMES_DIR = Path(__file__).resolve().parent.parent / "themes"
+THEMES_DIR = Path(__file__).parent / "shipped_themes"  # links to the top-level themes/; package data in a wheel
 DEFAULT_THEME = "sandmle-dark"
 _VAR = re.compile(r"^\s*\$([a-z][a-z0-9-]*)\s*:\s*([^;]+);", re.MULTILINE)
 _FIELDS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground", "background",
