@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-HEADING = "### Quick start: demonstrations, SFT, GRPO, eval"
+HEADING = "## Quick start"
 
 
 def readme_commands() -> list[list[str]]:

@@ -2,7 +2,7 @@
 
 Written against vLLM's documented offline API (``LLM.generate`` with ``TokensPrompt`` and per-request
 ``SamplingParams``, ``LoRARequest``, ``LLM.sleep`` / ``LLM.wake_up`` with ``enable_sleep_mode``); it has never run
-against a real vLLM here (no GPU, no vLLM on the development machines — see README). Concurrent callers are
+against a real vLLM here (no GPU, no vLLM on the development machines — see docs/sampling.md). Concurrent callers are
 batched by the same collector as the hf sampler and each batch is one ``LLM.generate`` call; the engine sleeps
 (weights offloaded, KV cache dropped) while the trainer updates, and each published adapter gets a new name and id,
 so the engine can never keep serving a cached older one (``max_loras=1``: its LRU cache evicts the old one).

@@ -1,4 +1,4 @@
-"""Trajectory-wise GRPO, a compact loop on torch + PEFT (see README "Training" for why not TRL's GRPOTrainer).
+"""Trajectory-wise GRPO, a compact loop on torch + PEFT (see docs/training.md for why not TRL's GRPOTrainer).
 
 Per step: pick environments (curriculum), run G rollouts each in the scaffold with the current policy (episodes
 stored as they finish), turn each trajectory into its exact token sequence (observations masked), compute
@@ -7,7 +7,7 @@ token-mean update of the LoRA adapter, metrics to the store, and a checkpoint ev
 adapter, optimizer, RNG and curriculum from the last checkpoint and takes back the rollouts already stored for the
 steps after it, so no step is counted twice and no stored rollout is lost or sampled again.
 
-Scale (README "Scaling out"): rollouts run on an executor (``local`` threads share the trainer's sampler;
+Scale (docs/scaling.md): rollouts run on an executor (``local`` threads share the trainer's sampler;
 ``process`` / ``ray`` workers load each adapter the trainer publishes); with ``max_staleness`` k the rollouts of
 the next k steps are queued while this step's update runs (the sampler keeps its own copy of the weights), and
 every trajectory's staleness is stored; with several ``processes`` (accelerate) each takes a share of the

@@ -1,7 +1,7 @@
 """``tiny``: the one small model that ``hf:tiny``, ``train sft|grpo --model tiny`` and ``sandmle bench learn`` share.
 
-What makes a one-million-parameter model learnable on a CPU in minutes (measured in ``bench learn``; README
-"Miniature reproduction"):
+What makes a one-million-parameter model learnable on a CPU in minutes (measured in ``bench learn``;
+docs/benchmarks.md "Miniature reproduction"):
 
 - a Qwen3 config of hidden 128 and 2 layers initialised with std 1/sqrt(hidden): at the default 0.02 the frozen
   tied head caps logits near 2.6 and a LoRA-only learner plateaus at loss ≈ 5.6;
