@@ -10,6 +10,7 @@ import sqlite_utils
 
 from . import process
 from .common import dumps, loads
+from .errors import NotFound
 
 #: a decoded row: column name → value (JSON columns decoded, boolean columns as bool)
 Row = dict[str, Any]
@@ -83,3 +84,29 @@ class Repo(Generic[RowT]):
         """The one row whose id starts with ``prefix``; None when none or several do."""
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE id LIKE ? LIMIT 2", (f"{prefix}%",))
         return self._decode(rows[0]) if len(rows) == 1 else None
+
+
+class KeyedRepo(Repo[RowT]):
+    """A repository whose rows a user names by id: ``find`` (None when missing) and ``get`` (one line when
+    missing), the same for every table."""
+
+    #: what one row is called in the one-line "not found" error, and the command that lists the rows
+    noun: str = "row"
+    listing: str = ""
+    #: whether :meth:`find` also takes a unique id prefix (as git does)
+    by_prefix: bool = False
+
+    def find(self, row_id: str) -> RowT | None:
+        """The row with this id (or, where ``by_prefix``, this unique id prefix); None when there is none."""
+        row = self._get("id = ?", (row_id,))
+        if row is None and self.by_prefix:
+            row = self._by_prefix(row_id)
+        return cast(RowT | None, row)
+
+    def get(self, row_id: str) -> RowT:
+        """The row with this id (see :meth:`find`); :class:`NotFound` naming it when there is none."""
+        row = self.find(row_id)
+        if row is None:
+            hint = f" (see `{self.listing}`)" if self.listing else ""
+            raise NotFound(f"no {self.noun} with id {row_id!r}{hint}")
+        return row

@@ -172,7 +172,3 @@ class Store:
     def counts(self) -> dict[str, int]:
         names = ["seeds", "environments", "sandbox_runs", "runs", "trajectories", "checkpoints", "eval_results"]
         return {n: self.db[n].count for n in names}
-
-
-def open_store(path: str | Path | None = None) -> Store:
-    return Store(path)

@@ -6,9 +6,8 @@ import sqlite3
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence, TypedDict, TypeVar, cast
 
-from ._repo import Params, Repo
+from ._repo import KeyedRepo, Params
 from .common import JSON, dumps, loads, now
-from .errors import NotFound
 
 
 class EnvironmentRow(TypedDict):
@@ -100,9 +99,11 @@ AttemptUsages = list[AttemptUsage]
 Columns = Mapping[str, object]
 
 
-class Environments(Repo[EnvironmentRow]):
+class Environments(KeyedRepo[EnvironmentRow]):
     table = "environments"
     json_fields = ("target_columns", "blueprint", "scenario", "thresholds", "verification")
+    noun = "environment"
+    listing = "sandmle envs list"
 
     def add(
         self,
@@ -145,15 +146,6 @@ class Environments(Repo[EnvironmentRow]):
                 if self.find(env_id) is None:  # not the id: a bad row
                     raise
                 n += 1
-
-    def get(self, env_id: str) -> EnvironmentRow:
-        row = self.find(env_id)
-        if row is None:
-            raise NotFound(f"no environment with id {env_id!r} (see `sandmle envs list`)")
-        return row
-
-    def find(self, env_id: str) -> EnvironmentRow | None:
-        return cast(EnvironmentRow | None, self._get("id = ?", (env_id,)))
 
     def list(
         self,

@@ -6,9 +6,8 @@ import uuid
 from typing import Any, Iterable, Mapping, Sequence, TypedDict, cast
 
 from . import process
-from ._repo import Repo
+from ._repo import KeyedRepo
 from .common import JSON, now
-from .errors import NotFound
 
 #: one metric's (step, value) points
 Series = list[tuple[int, float]]
@@ -84,9 +83,12 @@ EvalResults = list[EvalResult]
 Columns = Mapping[str, object]
 
 
-class Runs(Repo[RunRow]):
+class Runs(KeyedRepo[RunRow]):
     table = "runs"
     json_fields = ("config", "summary")
+    noun = "run"
+    listing = "sandmle runs list"
+    by_prefix = True
     #: a row a launcher made in advance for this process's work (the workbench's job id): the first ``create``
     #: of that kind without an explicit id fills it in rather than adding a second run (see ``adopt``)
     adopt_id: str | None = None
@@ -125,16 +127,6 @@ class Runs(Repo[RunRow]):
                     parent_id=parent_id, dir=dir or row["dir"], status=status, **process.owner(),
                     started_at=stamp if status == "running" else None, heartbeat_at=stamp)
         return row["id"]
-
-    def get(self, run_id: str) -> RunRow:
-        row = self.find(run_id)
-        if row is None:
-            raise NotFound(f"no run with id {run_id!r} (see `sandmle runs list`)")
-        return row
-
-    def find(self, run_id: str) -> RunRow | None:
-        """The run with this id, or with this unique id prefix (as git does); None when there is none."""
-        return cast(RunRow | None, self._get("id = ?", (run_id,)) or self._by_prefix(run_id))
 
     def list(self, *, kind: str | None = None, status: str | None = None, limit: int | None = 500) -> RunRows:
         where: list[str] = []

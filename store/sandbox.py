@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence, TypedDict, cast
 
 from . import process
-from ._repo import Params, Repo
+from ._repo import KeyedRepo, Params
 from .common import JSON, dumps, now
-from .errors import NotFound
 
 
 class SandboxRunRow(TypedDict):
@@ -43,9 +42,12 @@ class SandboxRunRow(TypedDict):
 SandboxRunRows = list[SandboxRunRow]
 
 
-class SandboxRuns(Repo[SandboxRunRow]):
+class SandboxRuns(KeyedRepo[SandboxRunRow]):
     table = "sandbox_runs"
     json_fields = ("limits", "isolation", "warnings")
+    noun = "sandbox run"
+    listing = "sandmle sandbox runs list"
+    by_prefix = True
 
     def start(self, run: Mapping[str, object]) -> str:
         """Record a run that starts now, owned by this process (pid, start time, host)."""
@@ -74,16 +76,6 @@ class SandboxRuns(Repo[SandboxRunRow]):
                                 "WHERE id = ? AND status = 'running'", (stamp, dumps([*(r["warnings"] or []), note]),
                                                                         r["id"]))
         return [r["id"] for r in dead]
-
-    def get(self, run_id: str) -> SandboxRunRow:
-        row = self.find(run_id)
-        if row is None:
-            raise NotFound(f"no sandbox run with id {run_id!r} (see `sandmle sandbox runs list`)")
-        return row
-
-    def find(self, run_id: str) -> SandboxRunRow | None:
-        """The run with this id, or with this unique id prefix (as git does); None when there is none."""
-        return cast(SandboxRunRow | None, self._get("id = ?", (run_id,)) or self._by_prefix(run_id))
 
     def list(
         self, *, status: str | None = None, env_id: str | None = None, run_id: str | None = None,

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Mapping, NotRequired, Sequence, TypedDict, cast
 
-from ._repo import Repo
+from ._repo import KeyedRepo
 from .common import JSON, now
-from .errors import NotFound
 
 
 class SeedRow(TypedDict):
@@ -42,10 +41,12 @@ class SeedRow(TypedDict):
 SeedRows = list[SeedRow]
 
 
-class Seeds(Repo[SeedRow]):
+class Seeds(KeyedRepo[SeedRow]):
     table = "seeds"
     json_fields = ("target_columns", "columns", "hints", "tags", "leaderboard")
     bool_fields = ("enabled",)
+    noun = "seed"
+    listing = "sandmle seeds list"
 
     def upsert(self, seed: Mapping[str, object]) -> str:
         """Insert or replace a seed (keeps ``enabled``, ``tags`` and ``created_at`` of an existing row)."""
@@ -65,15 +66,6 @@ class Seeds(Repo[SeedRow]):
                 row["created_at"] = stamp
             db.table(self.table).upsert(row, pk="id", alter=False)
         return seed_id
-
-    def get(self, seed_id: str) -> SeedRow:
-        row = self.find(seed_id)
-        if row is None:
-            raise NotFound(f"no seed with id {seed_id!r} (see `sandmle seeds list`)")
-        return row
-
-    def find(self, seed_id: str) -> SeedRow | None:
-        return cast(SeedRow | None, self._get("id = ?", (seed_id,)))
 
     def list(self, *, modality: str | None = None, enabled: bool | None = None, text: str | None = None) -> SeedRows:
         where: list[str] = []
