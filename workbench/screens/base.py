@@ -9,6 +9,7 @@ import sys
 from typing import Any, Callable
 
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import DataTable
 
 
@@ -77,6 +78,14 @@ class BaseScreen(Screen):
         self.loaded_version = self.app.store_version
         self.reload()
 
+    def show_first(self, focus: Widget, *, ready: bool = True) -> None:
+        """The end of every main screen's ``on_mount``: its data on screen, the cursor in ``focus``, and ``ready``
+        (unless the screen says later, as the Sandbox screen does once its log is indexed)."""
+        self.refresh_data()
+        focus.focus()
+        if ready:
+            self.ready = True
+
     def on_screen_resume(self) -> None:
         if self.is_mounted and self.ready and self.loaded_version != self.app.store_version:
             self.refresh_data()
@@ -99,6 +108,35 @@ def run_cli_quick(screen, argv: list[str], then: Callable[[], None] | None = Non
             screen.app.call_from_thread(then)
 
     screen.run_worker(run, thread=True, group="cli-quick")
+
+
+class LiveRunsScreen(BaseScreen):
+    """A main screen listing runs (``runs``: id → row) beside the selected one's log: it re-reads every
+    ``POLL_S`` while one of them is running, and follows the cursor with ``open_selected``."""
+
+    POLL_S = 1.0
+    table: DataTable
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.runs: dict[str, dict[str, Any]] = {}
+
+    def start_polling(self) -> None:
+        self.set_interval(self.POLL_S, self.reload_if_running)
+
+    def reload_if_running(self) -> None:
+        if any(r["status"] == "running" for r in self.runs.values()):
+            self.reload()
+
+    def selected_run(self) -> dict[str, Any] | None:
+        key = selected_key(self.table)
+        return self.runs.get(key) if key else None
+
+    def open_selected(self) -> None:
+        """Show the selected run's details and log."""
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.open_selected()
 
 
 PAGE = 100  # rows listed at once: a screenful is ~15, a GRPO run has thousands of rollouts; paging is one key

@@ -49,9 +49,7 @@ class EnvironmentsScreen(PagedScreen):
     def on_mount(self) -> None:
         for label, width in COLUMNS:
             self.table.add_column(label, width=width)
-        self.refresh_data()
-        self.table.focus()
-        self.ready = True
+        self.show_first(self.table)
 
     @property
     def table(self) -> DataTable:

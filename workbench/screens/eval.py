@@ -155,9 +155,7 @@ class EvalScreen(BaseScreen):
         for table, columns in ((self.runs_table, RUN_COLUMNS), (self.results_table, ENV_COLUMNS)):
             for label, width in columns:
                 table.add_column(label, width=width)
-        self.refresh_data()
-        self.runs_table.focus()
-        self.ready = True
+        self.show_first(self.runs_table)
 
     @property
     def runs_table(self) -> DataTable:

@@ -14,7 +14,7 @@ from ..jobs import LAUNCHER, build_argv, job_log, resolve_command, tail
 from ..runinfo import run_cost
 from ..widgets.log_view import LogView
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, selected_key
+from .base import LiveRunsScreen, fill_table, selected_key
 from .confirm import ConfirmScreen
 from .prompt import PromptScreen
 
@@ -24,7 +24,7 @@ STATUS_MARK = {"running": "▶ running", "done": "✓ done", "failed": "✗ fail
 COLUMNS = (("job", 16), ("kind", 9), ("status", 9), ("wall", 6), ("progress", 28))
 
 
-class JobsScreen(BaseScreen):
+class JobsScreen(LiveRunsScreen):
     LABEL = "Jobs"
     BINDINGS = [
         Binding("l", "bench", "Launch bench", id="jobs.bench", tooltip="Start a benchmark (sandmle bench NAME)"),
@@ -43,10 +43,8 @@ class JobsScreen(BaseScreen):
     def on_mount(self) -> None:
         for label, width in COLUMNS:
             self.table.add_column(label, width=width)
-        self.refresh_data()
-        self.set_interval(1.0, self.reload_if_running)
-        self.table.focus()
-        self.ready = True
+        self.start_polling()
+        self.show_first(self.table)
 
     @property
     def table(self) -> DataTable:
@@ -79,13 +77,8 @@ class JobsScreen(BaseScreen):
         fill_table(self.table, rows, keep)
         self.open_selected()
 
-    def reload_if_running(self) -> None:
-        if any(r["status"] == "running" for r in getattr(self, "runs", {}).values()):
-            self.reload()
-
     def open_selected(self) -> None:
-        key = selected_key(self.table)
-        run = self.runs.get(key) if key else None
+        run = self.selected_run()
         info = self.query_one("#job-info", Static)
         log = self.query_one("#job-log", LogView)
         if run is None:
@@ -97,9 +90,6 @@ class JobsScreen(BaseScreen):
         path = job_log(run)
         if log.path != path:
             log.open(path)
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.open_selected()
 
     def action_stop(self) -> None:
         key = selected_key(self.table)

@@ -12,7 +12,7 @@ from ..fmt import clip, fmt_duration, fmt_time, short_id
 from ..messages import LogLoaded
 from ..widgets.log_view import LogView
 from ..widgets.nav_bar import NavBar
-from .base import BaseScreen, fill_table, selected_key
+from .base import LiveRunsScreen, fill_table, selected_key
 
 STATUS_MARK = {"running": "▶ running", "ok": "✓ ok", "error": "✗ error", "timeout": "⏱ timeout",
                "memory": "✗ memory", "killed": "✗ killed", "output_limit": "✗ output",
@@ -29,7 +29,8 @@ def short_command(command: str | None) -> str:
     return " ".join(words)
 
 
-class SandboxScreen(BaseScreen):
+class SandboxScreen(LiveRunsScreen):
+    POLL_S = 2.0
     LABEL = "Sandbox"
     BINDINGS = [
         Binding("slash", "find", "Find", id="sandbox.find",
@@ -56,9 +57,8 @@ class SandboxScreen(BaseScreen):
 
     def on_mount(self) -> None:
         self.table.add_columns("id", "status", "wall", "env", "command", "at")
-        self.refresh_data()
-        self.set_interval(2.0, self.reload_if_running)
-        self.table.focus()
+        self.start_polling()
+        self.show_first(self.table, ready=False)  # ready once the selected log is indexed (on_log_loaded)
 
     @property
     def table(self) -> DataTable:
@@ -89,13 +89,8 @@ class SandboxScreen(BaseScreen):
         fill_table(self.table, rows, keep)
         self.open_selected()
 
-    def reload_if_running(self) -> None:
-        if any(r["status"] == "running" for r in getattr(self, "runs", {}).values()):
-            self.reload()
-
     def open_selected(self) -> None:
-        key = selected_key(self.table)
-        run = self.runs.get(key) if key else None
+        run = self.selected_run()
         path = run.get("log_path") if run else None
         info = self.query_one("#sandbox-info", Static)
         shown = f"{len(self.runs)} of {self.matching:,}" + (f" {self.status}" if self.status else "") + (
@@ -114,9 +109,6 @@ class SandboxScreen(BaseScreen):
             self.log_view.open(path)
         if not path:
             self.ready = True  # nothing to index
-
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.open_selected()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         self.log_view.focus()

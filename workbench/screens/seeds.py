@@ -101,9 +101,7 @@ class SeedsScreen(BaseScreen):
     def on_mount(self) -> None:
         table = self.query_one("#seeds-table", DataTable)
         table.add_columns("id", "modality", "metric", "on", "tags", "envs")
-        self.refresh_data()
-        table.focus()
-        self.ready = True
+        self.show_first(table)
 
     @property
     def table(self) -> DataTable:

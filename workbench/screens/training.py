@@ -51,9 +51,7 @@ class TrainingScreen(BaseScreen):
     def on_mount(self) -> None:
         self.table.add_columns("run", "kind", "status", "step", "reward", "medal", "valid", "wall")
         self._points = -1
-        self.refresh_data()
-        self.table.focus()
-        self.ready = True
+        self.show_first(self.table)
 
     @property
     def table(self) -> DataTable:

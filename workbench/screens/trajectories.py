@@ -48,9 +48,7 @@ class TrajectoriesScreen(PagedScreen):
         self.sub_title = (f"run {self.run_id}" if self.run_id else "all rollouts") + (
             f" · {self.env_id}" if self.env_id else "")
         self.table.add_columns("rollout", "env", "group", "reward", "turns", "status")
-        self.refresh_data()
-        self.table.focus()
-        self.ready = True
+        self.show_first(self.table)
 
     @property
     def table(self) -> DataTable:
