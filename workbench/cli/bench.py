@@ -8,12 +8,12 @@ import click
 
 from engine.bench import available, register, run_benchmark
 
-from .common import Context, emit_json, pass_ctx, table, wide_option
+from .common import Context, emit_json, json_option, pass_ctx, table, wide_option
 
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@json_option("the full result")
 @click.option("--quick", is_flag=True, help="A smaller run (fewer repeats/rows), for smoke checks.")
 @click.option("--out", type=click.Path(file_okay=False),
               help="Folder for the result file (default <data dir>/bench; benchmarks/results updates the shipped "

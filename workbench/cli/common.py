@@ -59,6 +59,12 @@ POSITIVE_S = click.FloatRange(min=0, min_open=True)
 #: the width tables fit when stdout is not a terminal (pipes, logs, an 80x24 SSH session)
 TABLE_WIDTH = 80
 
+def json_option(what: str = "", *, detail: str = "") -> Any:
+    """``--json`` (as ``as_json``): "Print WHAT as JSON (DETAIL)." — the one way a command offers JSON output."""
+    shown = f"Print {what} as JSON" if what else "Print as JSON"
+    return click.option("--json", "as_json", is_flag=True, help=shown + (f" ({detail})." if detail else "."))
+
+
 wide_option = click.option("--wide", is_flag=True, help="Show every column in full (tables fit 80 columns by default).")
 
 

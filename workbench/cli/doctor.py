@@ -18,7 +18,7 @@ from engine.upkeep import Finding, deep_check
 from store import Store
 from store.migrations import LATEST
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, emit_json, json_option, pass_ctx
 
 
 @dataclass
@@ -150,7 +150,7 @@ def run_checks(store: Store) -> list[Check]:
                    "orphan folders and what killed processes left (stuck runs, workspaces, half-built "
                    "environments).")
 @click.option("--repair", is_flag=True, help="With --deep: fix what is safe to fix, and say what was done.")
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
+@json_option("the checks")
 @pass_ctx
 def doctor(ctx: Context, deep: bool, repair: bool, as_json: bool) -> None:
     """Check Python, torch (CPU/CUDA), the data dir, the store schema, sandbox isolation and optional backends;

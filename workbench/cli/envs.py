@@ -15,7 +15,7 @@ from engine.synthesis.diversity import diversity
 from engine.synthesis.fidelity import fidelity_line, stored_fidelity
 from engine.synthesis.usage import usage_summary
 
-from .common import Context, emit_json, pass_ctx, table, wide_option
+from .common import Context, emit_json, json_option, pass_ctx, table, wide_option
 
 
 @click.group()
@@ -26,7 +26,7 @@ def envs() -> None:
 @envs.command("list")
 @click.option("--seed", "seed_id", help="Only environments of this seed.")
 @click.option("--status", type=click.Choice(["verified", "rejected", "pending"]), help="Only this status.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @wide_option
 @pass_ctx
 def list_(ctx: Context, seed_id: str | None, status: str | None, as_json: bool, wide: bool) -> None:
@@ -46,7 +46,7 @@ def list_(ctx: Context, seed_id: str | None, status: str | None, as_json: bool, 
 @click.argument("selector")
 @click.option("--to", "split", required=True, type=click.Choice(["train", "heldout"]),
               help="The split to move them to: train (GRPO and SFT read it) or heldout (for eval).")
-@click.option("--json", "as_json", is_flag=True, help="Print the moved ids as JSON.")
+@json_option("the moved ids")
 @pass_ctx
 def split_(ctx: Context, selector: str, split: str, as_json: bool) -> None:
     """Move environments between the train and held-out splits. SELECTOR as in `eval --envs`: env ids,
@@ -74,7 +74,7 @@ def _g(value: float | None) -> str:
 
 @envs.command("show")
 @click.argument("env_id")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON (row, leaderboard, files, attempts).")
+@json_option(detail="row, leaderboard, files, attempts")
 @wide_option
 @pass_ctx
 def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
@@ -128,7 +128,7 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
 @click.option("--timeout", "timeout_s", type=float, help="Wall-time limit of the program in seconds "
                                                           "(default: [synthesis] generator_timeout_s).")
 @click.option("--rng-seed", type=int, default=0, show_default=True, help="The --seed the program is run with.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@json_option("the outcome")
 @pass_ctx
 def add(ctx: Context, seed_id: str, program_path: str, description_path: str | None, metric: str | None,
         timeout_s: float | None, rng_seed: int, as_json: bool) -> None:
@@ -152,7 +152,7 @@ def add(ctx: Context, seed_id: str, program_path: str, description_path: str | N
 @click.option("--seed", "seed_id", help="Only environments of this seed.")
 @click.option("--status", type=click.Choice(["verified", "rejected"]), default="verified", show_default=True,
               help="Which environments to compare.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @pass_ctx
 def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) -> None:
     """Distinct domains, column-name overlap and fingerprint similarity across stored environments."""
@@ -174,7 +174,7 @@ def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) ->
 @click.argument("env_id")
 @click.argument("dest", type=click.Path(file_okay=False))
 @click.option("--force", is_flag=True, help="Replace DEST if it holds an earlier export.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @pass_ctx
 def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> None:
     """Write an MLE-bench-style competition folder (config.yaml, description.md, prepared/, leaderboard.csv)."""
@@ -196,7 +196,7 @@ def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> 
 
 @envs.command("delete")
 @click.argument("env_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @pass_ctx
 def delete(ctx: Context, env_id: str, as_json: bool) -> None:
     """Delete an environment: its row, files, leaderboard and folder."""

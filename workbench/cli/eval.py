@@ -12,7 +12,8 @@ from engine.eval.run import run_eval
 from engine.eval.select import select
 from engine.sandbox import get_backend
 
-from .common import POSITIVE_S, Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
+from .common import (POSITIVE_S, Context, emit_json, executor_options, json_option, pass_ctx, progress, table, warn,
+                     wide_option)
 from .sandbox_options import sandbox_options
 
 #: short headers of the per-competition table (the Markdown table and the README spell them out)
@@ -39,7 +40,7 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 @sandbox_options(timeout_alias="--step-timeout")
 @click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
 @click.option("--name", help="A name for the eval run.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@json_option("the report")
 @click.option("--markdown", "as_markdown", is_flag=True, help="Print the report as Markdown tables.")
 @wide_option
 @pass_ctx
@@ -118,7 +119,7 @@ def _print_report(report, wide: bool) -> None:
                                  "reward"]), help="The rate to compare.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=100), default=2000, show_default=True,
               help="Bootstrap resamples for the 95% intervals.")
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@json_option("the comparison")
 @wide_option
 @pass_ctx
 def compare(ctx: Context, run_a: str, run_b: str, rate: str, n_boot: int, as_json: bool, wide: bool) -> None:

@@ -7,14 +7,14 @@ import click
 from engine.eval.select import resolve_env
 from engine.grading import grade as grade_fn
 
-from .common import Context, emit_json, pass_ctx
+from .common import Context, emit_json, json_option, pass_ctx
 
 
 @click.command()
 @click.argument("env")
 @click.argument("submission", type=click.Path(path_type=str))
 @click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised (overrides it).")
-@click.option("--json", "as_json", is_flag=True, help="Print the grade report as JSON.")
+@json_option("the grade report")
 @pass_ctx
 def grade(ctx: Context, env: str, submission: str, metric: str | None, as_json: bool) -> None:
     """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench

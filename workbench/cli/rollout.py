@@ -14,7 +14,7 @@ from engine.eval.select import resolve_env
 from engine.grading.rewards import get_scheme
 from engine.sandbox import get_backend
 
-from .common import POSITIVE_S, Context, emit_json, pass_ctx
+from .common import POSITIVE_S, Context, emit_json, json_option, pass_ctx
 from .sandbox_options import sandbox_options
 
 
@@ -32,7 +32,7 @@ from .sandbox_options import sandbox_options
 @click.option("--reward", default="milestone", show_default=True, help="Reward scheme: milestone, sparse, humanrank.")
 @click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised (overrides it).")
 @click.option("--show", is_flag=True, help="Print every turn (text, code, observation).")
-@click.option("--json", "as_json", is_flag=True, help="Print the trajectory as JSON.")
+@json_option("the trajectory")
 @pass_ctx
 def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_turns: int | None, rng_seed: int,
             sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,

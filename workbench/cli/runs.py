@@ -14,7 +14,7 @@ from engine.models.adapters import final_adapter
 from engine.rl.config import GRPOConfig, SFTConfig, config_from_dict
 from store import process
 
-from .common import Context, emit_json, pass_ctx, progress, table, warn, wide_option
+from .common import Context, emit_json, json_option, pass_ctx, progress, table, warn, wide_option
 from .eval import show_report
 from .train import _run_grpo, _run_sft, launch_processes
 
@@ -31,7 +31,7 @@ def runs() -> None:
 
 @runs.command("list")
 @click.option("--kind", help="Only runs of this kind (sft, grpo, eval, bench, ...).")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @wide_option
 @pass_ctx
 def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
@@ -52,7 +52,7 @@ def list_(ctx: Context, kind: str | None, as_json: bool, wide: bool) -> None:
 
 @runs.command("show")
 @click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @pass_ctx
 def show(ctx: Context, run_id: str, as_json: bool) -> None:
     """Show a run: config, summary, last metrics, checkpoints and (sft, grpo) the final adapter, which
@@ -101,7 +101,7 @@ def stop(ctx: Context, run_id: str) -> None:
 
 @runs.command("resume")
 @click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@json_option("the run summary")
 @pass_ctx
 def resume(ctx: Context, run_id: str, as_json: bool) -> None:
     """Continue a stopped, failed or killed run with the same config: training from its last checkpoint, an eval

@@ -17,7 +17,7 @@ from engine.sandbox import RunMeta, get_backend
 from engine.sandbox.docker import connect
 from engine.sandbox.image import BASE_IMAGE, build_base_image
 
-from .common import Context, emit_json, pass_ctx, progress, table, warn, wide_option
+from .common import Context, emit_json, json_option, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def sandbox() -> None:
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Run COMMAND this many times at once, each in its own workspace (with --executor).")
 @click.option("--workers", type=click.IntRange(1, 256), help="Concurrent jobs (default: settings).")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_ctx
 def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, sandbox_backend: str | None,
@@ -129,7 +129,7 @@ RUN_STATUSES = ("ok", "error", "timeout", "memory", "killed", "output_limit", "r
 @click.option("--status", type=click.Choice(RUN_STATUSES), help="Only runs with this status.")
 @click.option("--env", "env_id", help="Only runs of this environment.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="How many runs to list.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option()
 @wide_option
 @pass_ctx
 def runs_list(ctx: Context, status: str | None, env_id: str | None, limit: int, as_json: bool, wide: bool) -> None:
@@ -152,7 +152,7 @@ def _short_command(command: str) -> str:
 
 @runs.command("show")
 @click.argument("run_id")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@json_option()
 @pass_ctx
 def runs_show(ctx: Context, run_id: str, as_json: bool) -> None:
     """Show one run: status, limits, isolation features, warnings, output tails."""

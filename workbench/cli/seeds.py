@@ -10,7 +10,7 @@ import click
 from engine.seeds.load import discover, store_seeds
 from engine.seeds.mlebench import is_mlebench_folder, load_mlebench_folder
 
-from .common import Context, emit_json, pass_ctx, table, wide_option
+from .common import Context, emit_json, json_option, pass_ctx, table, wide_option
 
 
 @click.group()
@@ -19,7 +19,7 @@ def seeds() -> None:
 
 
 @seeds.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @click.option("--modality", help="Only seeds of this modality.")
 @click.option("--enabled/--all", "only_enabled", default=False, help="Only enabled seeds.")
 @wide_option
@@ -42,7 +42,7 @@ KINDS = {"int": "numeric", "float": "numeric", "category": "categorical", "bool"
 
 @seeds.command("show")
 @click.argument("seed_id")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @wide_option
 @pass_ctx
 def show(ctx: Context, seed_id: str, as_json: bool, wide: bool) -> None:
@@ -79,7 +79,7 @@ def show(ctx: Context, seed_id: str, as_json: bool, wide: bool) -> None:
 @click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised.")
 @click.option("--force", is_flag=True,
               help="Replace a stored seed that changed even though environments were synthesized from it.")
-@click.option("--json", "as_json", is_flag=True, help="Print the imported seeds as JSON.")
+@json_option("the imported seeds")
 @pass_ctx
 def import_(ctx: Context, path: str, metric: str | None, force: bool, as_json: bool) -> None:
     """Import a seed folder, an MLE-bench competition folder, or a folder of them.

@@ -7,7 +7,7 @@ import click
 from engine.config import load_settings
 from engine.synthesis.pipeline import synthesis_executor, synthesize
 
-from .common import Context, emit_json, executor_options, pass_ctx, progress, table, warn, wide_option
+from .common import Context, emit_json, executor_options, json_option, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
 
@@ -23,7 +23,7 @@ from .sandbox_options import sandbox_options
 @click.option("--max-cost-usd", type=click.FloatRange(min=0), default=None,
               help="Stop cleanly once the LLM calls have cost this much (default: [synthesis] max_cost_usd).")
 @sandbox_options()
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@json_option("the result")
 @wide_option
 @pass_ctx
 def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, executor: str | None,

@@ -14,7 +14,7 @@ from engine.rl import recipe
 from engine.rl.config import GRPOConfig, SFTConfig, load_config
 from store import Store
 
-from .common import Context, emit_json, pass_ctx, progress, warn
+from .common import Context, emit_json, json_option, pass_ctx, progress, warn
 
 
 def _click_type(tp: Any) -> tuple[Any, bool, bool]:
@@ -79,7 +79,7 @@ def train() -> None:
 
 @train.command("grpo")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with GRPO settings.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@json_option("the run summary")
 @config_options(GRPOConfig, "grpo")
 @pass_ctx
 def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
@@ -137,7 +137,7 @@ def _run_grpo(trainer, as_json: bool) -> None:
 
 @train.command("sft")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with SFT settings.")
-@click.option("--json", "as_json", is_flag=True, help="Print the run summary as JSON.")
+@json_option("the run summary")
 @config_options(SFTConfig, "sft")
 @pass_ctx
 def sft(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:

@@ -8,7 +8,7 @@ import click
 
 from engine.agents.export import export_trajectories
 
-from .common import Context, emit_json, pass_ctx, table, wide_option
+from .common import Context, emit_json, json_option, pass_ctx, table, wide_option
 
 
 def _filters(run, env, policy, min_reward, limit=None):
@@ -26,7 +26,7 @@ def trajectories() -> None:
 @click.option("--policy", help="Only trajectories of this policy name.")
 @click.option("--min-reward", type=float, help="Only trajectories with at least this reward.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many rows.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @wide_option
 @pass_ctx
 def list_(ctx: Context, run, env, policy, min_reward, limit, as_json, wide) -> None:
@@ -42,7 +42,7 @@ def list_(ctx: Context, run, env, policy, min_reward, limit, as_json, wide) -> N
 
 @trajectories.command("show")
 @click.argument("trajectory_id")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@json_option()
 @pass_ctx
 def show(ctx: Context, trajectory_id: str, as_json: bool) -> None:
     """Show one trajectory turn by turn."""
