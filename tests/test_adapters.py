@@ -62,7 +62,15 @@ def test_unknown_names_and_runs_without_adapters_fail_clearly(store):
         resolve_adapter(run, store)
 
 
-def test_without_a_store_the_data_dirs_store_is_used(adapter_dir, store):
+def test_a_run_id_is_found_only_in_the_store_the_caller_holds(adapter_dir, store, tmp_path, monkeypatch):
+    """No second door into the store: without a store a run id is refused in one line, and the data dir of the
+    settings is never opened for it."""
+    elsewhere = tmp_path / "settings-home"
+    monkeypatch.setenv("SANDMLE_HOME", str(elsewhere))
     run = store.runs.create("sft", {}, run_id="sft-cccc000000")
     store.runs.finish(run, "done", summary={"adapter": str(adapter_dir)})
-    assert resolve_adapter(run) == str(adapter_dir)
+    assert resolve_adapter(run, store) == str(adapter_dir)
+    with pytest.raises(SandmleError, match="no such folder, and no store to find a run of that id in"):
+        resolve_adapter(run, None)
+    assert resolve_adapter(str(adapter_dir), None) == str(adapter_dir)  # a folder needs no store
+    assert not elsewhere.exists()

@@ -21,6 +21,7 @@ from ..agents.scaffolds import get_scaffold
 from ..config import SandboxSettings, load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
+from ..upkeep import resumable
 from ..executors import Executor, Worker, get_executor
 from ..sandbox import get_backend
 from .mlebench import Skipped
@@ -107,7 +108,7 @@ def run_episode_item(worker: Worker, item: EpisodeItem) -> dict[str, Any]:
     """The executor's work function: one episode with the worker's sandbox backend and store; its result row."""
     policy = item.policy
     if isinstance(policy, str):
-        policy = worker.cached(("policy", policy), lambda: load_policy(item.policy))
+        policy = worker.cached(("policy", policy), lambda: load_policy(item.policy, store=worker.store))
     traj = run_episode(item.env, policy, scaffold=item.scaffold, sandbox=worker.sandbox, store=worker.store,
                        run_id=item.run_id, rng_seed=item.rng_seed, **item.kw)
     return result_row(traj, item.scaffold)
@@ -149,7 +150,7 @@ def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: 
               "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
               "address": address, "skipped": [s.to_dict() for s in skipped], "sandbox": sandbox.model_dump()}
     with _executor(store, config, on_lost) as ex:
-        policy_obj = _policy(executor, policy)
+        policy_obj = _policy(store, executor, policy)
         config["policy"] = getattr(policy_obj, "name", None) or config["policy"]
         run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
         jobs = [(env, seed) for seed in seeds for env in envs]
@@ -160,11 +161,7 @@ def resume_eval(store: Store, run_id: str, *, progress: Callable[[int, int], Non
                 on_lost: Callable[[str], None] | None = None) -> EvalReport:
     """Finish an eval run that was killed or stopped: the episodes it has not stored (and those that could not
     run) are played with the same seeds and settings; the ones it finished are kept."""
-    row = store.runs.get(run_id)
-    if row["kind"] != "eval":
-        raise SandmleError(f"run {row['id']} is a {row['kind']} run, not an eval run")
-    if row["status"] == "done":
-        raise SandmleError(f"eval run {row['id']} already finished")
+    row = resumable(store, run_id, "eval")
     config = cast(EvalConfig, row["config"])
     policy_spec = config["policy_spec"]
     if policy_spec is None:
@@ -174,7 +171,7 @@ def resume_eval(store: Store, run_id: str, *, progress: Callable[[int, int], Non
     with _executor(store, config, on_lost) as ex:
         store.runs.drop_eval_errors(row["id"])  # episodes that could not run get another try
         store.runs.start(row["id"])
-        return _execute(store, ex, row["id"], config, _policy(config["executor"], policy_spec), jobs,
+        return _execute(store, ex, row["id"], config, _policy(store, config["executor"], policy_spec), jobs,
                         progress)
 
 
@@ -183,21 +180,15 @@ def _executor(store: Store, config: EvalConfig, on_lost: Callable[[str], None] |
     stored before its config kept the sandbox settings runs under the current ones.)"""
     kind = LEGACY_KINDS.get(config["executor"], config["executor"])
     sandbox = SandboxSettings(**config["sandbox"]) if "sandbox" in config else load_settings().sandbox
-    ex = get_executor(kind, workers=config["workers"], store=store, sandbox=sandbox,
-                      address=config.get("address"), on_lost=on_lost)
-    try:
-        ex.prepare()
-    except BaseException:
-        ex.close()
-        raise
-    return ex
+    return get_executor(kind, workers=config["workers"], store=store, sandbox=sandbox,
+                        address=config.get("address"), on_lost=on_lost).prepare()
 
 
-def _policy(executor: str, policy: Any) -> Any:
+def _policy(store: Store, executor: str, policy: Any) -> Any:
     """What the work items carry: on the local executor one policy object its threads share (loaded here from a
     spec); elsewhere the spec, which each worker loads once."""
     if isinstance(policy, str) and LEGACY_KINDS.get(executor, executor) == "local":
-        return load_policy(policy)
+        return load_policy(policy, store=store)
     return policy
 
 

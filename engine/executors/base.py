@@ -154,10 +154,18 @@ class Executor(abc.ABC):
             self._idle.append(slot)
         self._dispatch()
 
-    def prepare(self) -> None:
-        """Start every worker's sandbox backend now: a backend that cannot start fails here, before any work."""
-        for _ in self.stream(touch_sandbox, [None] * self.workers):
-            pass
+    def prepare(self, *, then: WorkFn | None = None) -> "Executor":
+        """Start every worker's sandbox backend now (and run ``then`` once on each worker, e.g. a warm-up): a
+        backend that cannot start fails here, before any work, and the executor is closed. Returns the executor."""
+        try:
+            for _ in self.stream(touch_sandbox, [None] * self.workers):
+                pass
+            if then is not None:
+                self.map(then, [None] * self.workers)
+        except BaseException:
+            self.close(wait=False)
+            raise
+        return self
 
     def stream(self, fn: WorkFn, items: Iterable[Any]) -> Iterator[tuple[int, Any]]:
         """Yield ``(index, fn(worker, item))`` for every item as it finishes (at most ``workers`` at once)."""

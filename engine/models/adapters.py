@@ -39,9 +39,9 @@ def step_adapter(store: Store, run_id: str, step: int) -> str:
     raise SandmleError(f"run {run_id} has no checkpoint of step {step} (saved steps: {saved})")
 
 
-def resolve_adapter(ref: str, store: Store | None = None) -> str:
-    """An adapter folder from a folder, a run id (or unique prefix) or ``RUN_ID@STEP``. ``store`` defaults to the
-    store of the data dir."""
+def resolve_adapter(ref: str, store: Store | None) -> str:
+    """An adapter folder from a folder, a run id (or unique prefix) or ``RUN_ID@STEP`` of a run in ``store`` (the
+    store the caller holds; without one only a folder can name an adapter)."""
     path = Path(ref).expanduser()
     if path.is_dir():
         if not _is_adapter(path):
@@ -50,8 +50,7 @@ def resolve_adapter(ref: str, store: Store | None = None) -> str:
     if path.is_absolute() or ref.startswith((".", "~")):
         raise SandmleError(f"adapter {ref!r}: no such folder")
     if store is None:
-        with Store() as own:
-            return resolve_adapter(ref, own)
+        raise SandmleError(f"adapter {ref!r}: no such folder, and no store to find a run of that id in")
     run_ref, _, step = ref.partition("@")
     row = store.runs.find(run_ref)
     if row is None:

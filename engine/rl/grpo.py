@@ -40,6 +40,7 @@ from ..errors import TrainingError
 from ..executors import Executor, get_executor
 from ..inference import Sampler, make_sampler
 from ..models.adapters import resolve_adapter
+from ..upkeep import resumable
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
@@ -128,12 +129,7 @@ class GRPOTrainer:
         #: who runs the rollouts; every worker's sandbox backend starts here (kept warm between episodes): a backend
         #: that cannot start fails before the run is stored
         self.executor: Executor = get_executor(cfg.executor, workers=cfg.rollout_workers, store=store,
-                                               sandbox=self.sandbox, address=cfg.address, on_lost=on_lost)
-        try:
-            self.executor.prepare()
-        except BaseException:
-            self.executor.close()
-            raise
+                                               sandbox=self.sandbox, address=cfg.address, on_lost=on_lost).prepare()
         if run_id is None and processes.is_main:
             run_id = new_id("grpo")
             store.runs.create("grpo", asdict(cfg), name=cfg.name, parent_id=parent_id,
@@ -163,11 +159,7 @@ class GRPOTrainer:
     # ------------------------------------------------------------------ construction / resume
     @classmethod
     def resume(cls, store: Store, run_id: str, **kw: Any) -> "GRPOTrainer":
-        row = store.runs.get(run_id)
-        if row["kind"] != "grpo":
-            raise TrainingError(f"run {row['id']} is a {row['kind']} run; only grpo runs resume here")
-        if row["status"] == "done":
-            raise TrainingError(f"run {row['id']} already finished")
+        row = resumable(store, run_id, "grpo")
         cfg = config_from_dict(GRPOConfig, row["config"])
         return cls(store, cfg, run_id=row["id"], **kw)
 

@@ -18,6 +18,7 @@ from store.trajectories import Trajectory
 from ..envs.layout import REAL_SPLIT
 from ..errors import TrainingError
 from ..models.adapters import resolve_adapter
+from ..upkeep import resumable
 from ..models.loading import pick_dtype
 from .config import SFTConfig, config_from_dict
 from .distributed import ONE, Processes
@@ -73,9 +74,7 @@ class SFTRun:
 
     @classmethod
     def resume(cls, store: Store, run_id: str, **kw: Any) -> "SFTRun":
-        row = store.runs.get(run_id)
-        if row["status"] == "done":
-            raise TrainingError(f"run {row['id']} already finished")
+        row = resumable(store, run_id, "sft")
         return cls(store, config_from_dict(SFTConfig, row["config"]), run_id=row["id"], **kw)
 
     def train(self) -> dict[str, Any]:

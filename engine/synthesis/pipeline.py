@@ -530,16 +530,8 @@ def synthesis_executor(store: Store, settings: Settings, kind: str | None = None
     """An executor whose workers run generator programs and reference solutions under the sandbox settings (with the
     solutions' imports warm), their backends started: one that cannot start fails here, before the run exists.
     ``warm`` also starts each worker's warm sandbox worker (benchmarks: before the clock)."""
-    ex = get_executor(kind, workers=workers, store=store, sandbox=with_solution_imports(settings.sandbox),
-                      address=address, on_lost=on_lost)
-    try:
-        ex.prepare()
-        if warm:
-            ex.map(_warm_up, [None] * ex.workers)
-    except BaseException:
-        ex.close(wait=False)
-        raise
-    return ex
+    return get_executor(kind, workers=workers, store=store, sandbox=with_solution_imports(settings.sandbox),
+                        address=address, on_lost=on_lost).prepare(then=_warm_up if warm else None)
 
 
 def _warm_up(worker: Worker, _: object = None) -> None:

@@ -1,5 +1,5 @@
 """Upkeep of a data dir: opening it the way every command does (shipped seeds in a fresh store, leftovers of killed
-processes cleared: :func:`open_store`), and the deep check behind ``sandmle doctor --deep`` (:mod:`.deep`)."""
+processes cleared: :func:`open_store`), the guard in front of every resume (:func:`resumable`), and the deep check behind ``sandmle doctor --deep`` (:mod:`.deep`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..seeds.load import load_shipped
 from . import leftovers
 from .deep import deep_check
 from .leftovers import Finding
+from .resume import resumable
 
 
 def open_store(path: str | Path | None = None, *, clear_leftovers: bool = True) -> Store:
@@ -25,4 +26,4 @@ def open_store(path: str | Path | None = None, *, clear_leftovers: bool = True) 
     return store
 
 
-__all__ = ["Finding", "deep_check", "open_store"]
+__all__ = ["Finding", "deep_check", "open_store", "resumable"]

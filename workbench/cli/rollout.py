@@ -45,7 +45,7 @@ def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_tur
     too_big = quota_problem(env, sandbox_settings.max_disk_mb)
     if too_big:
         raise SandmleError(f"{env.id}: {too_big}", hint="raise [sandbox] max_disk_mb or use a machine with more room")
-    policy = load_policy(policy_spec)
+    policy = load_policy(policy_spec, store=ctx.store)
     sandbox = get_backend(store=ctx.store, settings=sandbox_settings)  # one line when it cannot start
     click.echo(f"rollout: {policy.name} · {scaffold} · {env.id}", err=True)
     def progress(turn) -> None:

@@ -4,7 +4,8 @@
 - ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu,max_batch=16,
   wait_ms=5]`` (``max_batch``/``wait_ms``: how concurrent calls are batched, see :mod:`engine.inference.hf`);
   ``hf:tiny`` is the project's tiny model in the data dir (built on first use, sampling at its own defaults:
-  :mod:`.tiny`); ``adapter=`` takes a folder, a training run's id or ``RUN_ID@STEP``
+  :mod:`.tiny`); ``adapter=`` takes a folder, or a training run's id or ``RUN_ID@STEP`` in the store the policy
+  is loaded with
 - ``anthropic:MODEL[,max_tokens=...]`` and ``openai:MODEL[,base_url=...]``
 
 Each module imports its SDK or torch only when a policy of its kind is built.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from store import Store
 from store.paths import data_dir
 
 from ...models.adapters import resolve_adapter
@@ -50,8 +52,10 @@ def _num(options: dict[str, Any], key: str, cast, spec: str) -> Any:
         raise PolicyError(f"policy spec {spec!r}: {key}={options[key]!r} is not a {cast.__name__}") from None
 
 
-def load_policy(spec: str, **kw: Any) -> Policy:
-    """Build a policy from its spec string; keyword arguments override the spec's options."""
+def load_policy(spec: str, *, store: Store | None = None, **kw: Any) -> Policy:
+    """Build a policy from its spec string; keyword arguments override the spec's options. ``store`` is the store
+    the caller holds: an ``adapter=`` run id is looked up in it, and ``hf:tiny`` lives in its data dir (without
+    one: the data dir of the settings, and adapters by folder only)."""
     kind, target, options = parse_spec(spec)
     options = {**options, **{k: v for k, v in kw.items() if v is not None}}
     if kind == "scripted":
@@ -69,10 +73,11 @@ def load_policy(spec: str, **kw: Any) -> Policy:
             raise PolicyError(f"policy spec {spec!r}: unknown option(s) {sorted(unknown)}")
         model, temperature, max_new_tokens = target, 1.0, 512
         if target == tiny.NAME:
-            model, temperature, max_new_tokens = str(tiny.ensure(data_dir())), tiny.TEMPERATURE, tiny.MAX_NEW_TOKENS
+            home = store.data_dir if store is not None else data_dir()
+            model, temperature, max_new_tokens = str(tiny.ensure(home)), tiny.TEMPERATURE, tiny.MAX_NEW_TOKENS
         adapter = options.get("adapter")
         policy = HFPolicy(
-            model, adapter=resolve_adapter(adapter) if adapter else None, device=options.get("device"),
+            model, adapter=resolve_adapter(adapter, store) if adapter else None, device=options.get("device"),
             temperature=_num(options, "temperature", float, spec) if "temperature" in options
             else temperature,
             top_p=_num(options, "top_p", float, spec) if "top_p" in options else 1.0,
