@@ -332,15 +332,6 @@ async def test_environment_split_moves_by_key_and_the_launch_form_counts_it(demo
         assert str(info.render()) == "split all: 1 verified environment"
 
 
-def test_mean_sem():
-    from workbench.screens.eval import mean_sem
-
-    assert mean_sem([]) == (None, None)
-    assert mean_sem([1.0]) == (1.0, 0.0)
-    m, s = mean_sem([0.0, 1.0, 1.0, 0.0])
-    assert m == 0.5 and s == pytest.approx(0.288675, rel=1e-4)
-
-
 async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
     from workbench.runinfo import run_cost
 
@@ -428,7 +419,8 @@ async def test_eval_compare_two_runs_per_environment(demo):
         # per environment: medal rate of A, of B, the paired difference B − A and its bootstrap interval
         assert [str(c) for c in results.get_row_at(1)][:5] == ["env-tab-001", "3", "67%", "0%", "-67pp"]
         assert [str(c) for c in results.get_row_at(0)][2:5] == ["33%", "33%", "+0pp"]
-        await pilot.press("m")  # the next rate: valid (all valid in both)
+        await pilot.press("m", "m", "m", "m")  # the rates in the engine's order: gold, silver, bronze, then valid
+        assert screen.rate == "valid"  # (all valid in both)
         assert "valid rate" in static_text(screen.query_one("#eval-summary"))
         assert str(results.get_row_at(0)[4]) == "+0pp"
         await pilot.press("escape")  # back to the selected run's own results

@@ -10,7 +10,7 @@ import pytest
 
 from engine.envs.layout import EnvSpec
 from engine.errors import SandmleError
-from engine.eval.report import aggregate, mean_sem
+from engine.eval.report import aggregate, mean_sem, spread_by_env
 from engine.eval.run import run_eval
 from engine.eval.select import select_envs
 
@@ -44,6 +44,12 @@ def test_aggregate_rates_per_seed_and_per_env():
     # per competition: each of MLE-bench's fields as a rate over its episodes
     assert by_env["a"]["gold"] == 0.5 and by_env["a"]["bronze"] == 0.5 and by_env["a"]["any_medal"] == 1.0
     assert by_env["b"]["valid"] == 0.5 and by_env["b"]["mean_score"] == 0.7 and by_env["b"]["human_rank"] == 0.25
+    # per environment over its episodes, with the spread (the workbench's Eval table): the same means, and SEMs
+    spread = spread_by_env(rows + [{**row("c", 0), "error": "sandbox down"}])  # an episode that could not run
+    assert list(spread) == ["a", "b"] and spread["a"]["n"] == 2
+    assert spread["a"]["any_medal"] == {"mean": 1.0, "sem": 0.0}
+    assert spread["b"]["valid"]["mean"] == 0.5 and spread["b"]["valid"]["sem"] == pytest.approx(0.5)
+    assert spread["b"]["score"] == {"mean": 0.7, "sem": 0.0}  # the invalid episode has no score
 
 
 def test_selectors(store, tmp_path):

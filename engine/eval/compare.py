@@ -17,7 +17,7 @@ import numpy as np
 from store import Store
 
 from ..errors import SandmleError
-from .report import RATES, Result, rates_of
+from .report import RATE, RATE_NAMES, Result, rates_of
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,8 @@ def _pairs(rows_a: Sequence[Result], rows_b: Sequence[Result], rate: str) -> tup
 def compare_rows(rows_a: Sequence[Result], rows_b: Sequence[Result], rate: str = "any_medal", *, run_a: str = "A",
                  run_b: str = "B", n_boot: int = 2000, seed: int = 0) -> Comparison:
     """The comparison of two runs' ``eval_results`` rows (see the module docstring)."""
-    if rate not in RATES:
-        raise SandmleError(f"unknown rate {rate!r}", hint=f"choose one of {', '.join(RATES)}")
+    if rate not in RATE:
+        raise SandmleError(f"unknown rate {rate!r}", hint=f"choose one of {', '.join(RATE_NAMES)}")
     pairs, skipped = _pairs(rows_a, rows_b, rate)
     if not pairs:
         raise SandmleError(f"eval runs {run_a} and {run_b} share no scored episode (same environment and RNG seed)",

@@ -9,15 +9,45 @@ reward still count.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
 
 #: an ``eval_results`` row: stored (:class:`store.runs.EvalResult`) or about to be (``result_row``)
 Result = Mapping[str, Any]
 
-#: the rates reported, each a mean over environments per seed, then mean ± SEM over seeds
-RATES = ("any_medal", "gold", "silver", "bronze", "valid", "above_median", "human_rank", "reward")
-#: rates that need a leaderboard (medal thresholds, HumanRank)
-BOARD_RATES = ("any_medal", "gold", "silver", "bronze", "above_median", "human_rank")
+@dataclass(frozen=True)
+class Rate:
+    """One rate an eval reports: per episode a number from its ``eval_results`` row, then a mean over environments
+    per seed and mean ± SEM over seeds. The one list of them is :data:`RATES`: the CLI's ``--rate`` choices, ``eval
+    compare``, the summary and the workbench's Eval screen all read it."""
+
+    name: str
+    label: str  #: in words, as the Eval screen names it ("medal rate")
+    of: Callable[[Result], float]  #: the episode's value (an invalid submission has already been judged by it)
+    board: bool = True  #: needs a leaderboard (medal thresholds, HumanRank): n/a on a competition without one
+    percent: bool = True  #: a share of episodes (shown as %); else a number (HumanRank, reward)
+
+
+def _human_rank(row: Result) -> float:
+    # an invalid submission ranks below every entry: HumanRank 0
+    return float(row["human_rank"]) if row["valid"] and row.get("human_rank") is not None else 0.0
+
+
+#: every rate reported, in the order of the summary
+RATES: tuple[Rate, ...] = (
+    Rate("any_medal", "medal rate", lambda r: float(bool(r["gold"] or r["silver"] or r["bronze"]))),
+    Rate("gold", "gold rate", lambda r: float(bool(r["gold"]))),
+    Rate("silver", "silver rate", lambda r: float(bool(r["silver"]))),
+    Rate("bronze", "bronze rate", lambda r: float(bool(r["bronze"]))),
+    Rate("valid", "valid rate", lambda r: float(bool(r["valid"])), board=False),
+    Rate("above_median", "above-median rate", lambda r: float(bool(r["above_median"]))),
+    Rate("human_rank", "HumanRank", _human_rank, percent=False),
+    Rate("reward", "reward", lambda r: float(r.get("reward") or 0.0), board=False, percent=False),
+)
+#: the rates by name
+RATE: dict[str, Rate] = {r.name: r for r in RATES}
+#: the names of the rates, in the summary's order
+RATE_NAMES = tuple(RATE)
 
 
 def mean_sem(values: list[float]) -> tuple[float, float]:
@@ -37,15 +67,8 @@ def has_board(row: Result) -> bool:
 
 def rates_of(row: Result) -> dict[str, float | None]:
     """Every rate of one episode (an ``eval_results`` row); None where it is n/a (no leaderboard)."""
-    valid = bool(row["valid"])
-    out: dict[str, float | None] = {"valid": float(valid), "reward": float(row.get("reward") or 0.0)}
-    if not has_board(row):
-        return {**out, **{rate: None for rate in BOARD_RATES}}
-    medal = bool(row["gold"] or row["silver"] or row["bronze"])
-    # an invalid submission ranks below every entry: HumanRank 0
-    hr = float(row["human_rank"]) if valid and row.get("human_rank") is not None else 0.0
-    return {**out, "any_medal": float(medal), "gold": float(bool(row["gold"])), "silver": float(bool(row["silver"])),
-            "bronze": float(bool(row["bronze"])), "above_median": float(bool(row["above_median"])), "human_rank": hr}
+    board = has_board(row)
+    return {r.name: r.of(row) if board or not r.board else None for r in RATES}
 
 
 def _mean(values: list[float]) -> float | None:
@@ -69,7 +92,7 @@ def aggregate(rows: Sequence[Result]) -> tuple[dict[str, dict[str, float | None]
         by_seed.setdefault(r.get("rng_seed"), []).append(rates_of(r))
         by_env.setdefault(r["env_id"], []).append(r)
     summary = {}
-    for rate in RATES:
+    for rate in RATE_NAMES:
         per_seed = [_mean(_present(vals, rate)) for vals in by_seed.values()]
         summary[rate] = _stat([m for m in per_seed if m is not None])
     table = []
@@ -81,9 +104,23 @@ def aggregate(rows: Sequence[Result]) -> tuple[dict[str, dict[str, float | None]
                 seed_scores.setdefault(r.get("rng_seed"), []).append(float(r["score"]))
         score = _stat([sum(v) / len(v) for v in seed_scores.values()])
         table.append({"env_id": env_id, "episodes": len(env_rows), "leaderboard": has_board(env_rows[0]),
-                      **{rate: _mean(_present(vals, rate)) for rate in RATES},
+                      **{rate: _mean(_present(vals, rate)) for rate in RATE_NAMES},
                       "mean_score": score["mean"], "score_sem": score["sem"]})
     return summary, table
+
+
+def spread_by_env(rows: Sequence[Result]) -> dict[str, dict[str, Any]]:
+    """Per environment (sorted by id): ``n`` and every rate and ``score`` as mean ± SEM over its episodes (not
+    over seeds as :func:`aggregate` does: the workbench's per-environment table), n/a rates left out."""
+    by_env: dict[str, list[Result]] = {}
+    for r in results_only(rows):
+        by_env.setdefault(r["env_id"] or "?", []).append(r)
+    out = {}
+    for env_id, env_rows in sorted(by_env.items()):
+        vals = [rates_of(r) for r in env_rows]
+        out[env_id] = {"n": len(env_rows), **{rate: _stat(_present(vals, rate)) for rate in RATE_NAMES},
+                       "score": _stat([float(r["score"]) for r in env_rows if r.get("score") is not None])}
+    return out
 
 
 def _present(values: list[dict[str, float | None]], rate: str) -> list[float]:
@@ -107,7 +144,8 @@ def fmt(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-#: the per-competition columns: (header, key, digits), MLE-bench's report fields first
+#: the per-competition columns: (header, key, digits), MLE-bench's report fields first (keys: rates of
+#: :data:`RATES` and ``mean_score``)
 COLUMNS = (("valid", "valid", 2), ("above median", "above_median", 2), ("bronze", "bronze", 2),
            ("silver", "silver", 2), ("gold", "gold", 2), ("any medal", "any_medal", 2), ("score", "mean_score", 4),
            ("HumanRank", "human_rank", 3))

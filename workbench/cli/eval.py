@@ -7,7 +7,7 @@ import click
 
 from engine.config import load_settings
 from engine.eval.compare import compare as compare_runs
-from engine.eval.report import competition, fmt, markdown, table_headers, table_rows
+from engine.eval.report import RATE_NAMES, competition, fmt, markdown, table_headers, table_rows
 from engine.eval.run import run_eval
 from engine.eval.select import select
 from engine.sandbox import get_backend
@@ -115,8 +115,7 @@ def _print_report(report, wide: bool) -> None:
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--rate", default="any_medal", show_default=True,
-              type=click.Choice(["any_medal", "gold", "silver", "bronze", "above_median", "valid", "human_rank",
-                                 "reward"]), help="The rate to compare.")
+              type=click.Choice(RATE_NAMES), help="The rate to compare.")
 @click.option("--bootstrap", "n_boot", type=click.IntRange(min=100), default=2000, show_default=True,
               help="Bootstrap resamples for the 95% intervals.")
 @json_option("the comparison")

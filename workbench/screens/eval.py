@@ -4,7 +4,6 @@ summary with ± SEM, and its per-environment table (tab moves into it; enter ope
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 
 from rich.markup import escape
 from textual.app import ComposeResult
@@ -13,7 +12,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from engine.errors import SandmleError
 from engine.eval.compare import compare
-from engine.eval.report import aggregate, left_out, mean_sem as engine_mean_sem, rates_of, results_only
+from engine.eval.report import RATE, RATE_NAMES, aggregate, left_out, results_only, spread_by_env
 
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..runinfo import run_cost
@@ -26,18 +25,10 @@ RUN_COLUMNS = (("run", 16), ("policy", 11), ("adapter", 10), ("scaffold", 8), ("
                ("valid", 5), ("HR", 4))
 ENV_COLUMNS = (("environment", 24), ("n", 3), ("valid", 9), ("medal", 9), ("HumanRank", 9), ("score", 12))
 COMPARE_COLUMNS = (("environment", 24), ("pairs", 5), ("A", 6), ("B", 6), ("B − A", 7), ("95% interval", 16))
-#: the rates `c` compares (m cycles), by the engine's names
-COMPARED = ("any_medal", "valid", "human_rank", "gold", "above_median", "reward")
-RATE_NAMES = {"any_medal": "medal rate", "valid": "valid rate", "human_rank": "HumanRank", "gold": "gold rate",
-              "above_median": "above-median rate", "reward": "reward"}
+#: the rates `c` compares (m cycles): the engine's, in its order
+COMPARED = RATE_NAMES
 _ADAPTER = re.compile(r"adapter=([^,]+)")
 _RUN_DIR = re.compile(r"/runs/([^/]+)/")
-
-
-def mean_sem(values: list[float | None]) -> tuple[float | None, float | None]:
-    """The engine's mean ± SEM of the values that apply (None, None when none does)."""
-    vals = [float(v) for v in values if v is not None]
-    return engine_mean_sem(vals) if vals else (None, None)
 
 
 def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False, compact: bool = False) -> str:
@@ -95,32 +86,23 @@ def adapter_label(spec: str) -> str:
 
 
 def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
-    """(overall, per env). Overall is the engine's own figure (each rate averaged over environments per seed, then
-    mean ± SEM over seeds — what `sandmle eval` reports); per environment, mean ± SEM over its episodes of the
-    engine's per-episode rates (an invalid submission has HumanRank 0; a competition without a leaderboard has no
-    medal or HumanRank: n/a, left out). Episodes that could not run (an ``error``) are counted apart, as the engine
-    does."""
+    """(overall, per env), as the engine reports them: overall, each rate averaged over environments per seed, then
+    mean ± SEM over seeds (what `sandmle eval` reports); per environment, mean ± SEM over its episodes
+    (:func:`engine.eval.report.spread_by_env`). Medals and HumanRank of a competition without a leaderboard are
+    n/a; episodes that could not run (an ``error``) are counted apart."""
     ran = results_only(results)
     summary = aggregate(ran)[0] if ran else {}
 
-    def pair(rate: str) -> tuple[float | None, float | None]:
-        stat = summary.get(rate) or {}
-        m = stat.get("mean")
+    def pair(stat: dict | None) -> tuple[float | None, float | None]:
+        m = (stat or {}).get("mean")
         return (None, None) if m is None or m != m else (m, stat["sem"])  # None / NaN: nothing to average
 
     overall = {"n": len(ran), "errors": len(results) - len(ran), "no_board": left_out(ran)["episodes"],
-               "valid": pair("valid"), "medal": pair("any_medal"), "gold": pair("gold"),
-               "human_rank": pair("human_rank")}
-    by_env: dict[str, list[dict]] = defaultdict(list)
-    for r in ran:
-        by_env[r["env_id"] or "?"].append(r)
-    per_env = {}
-    for env, rows in sorted(by_env.items()):
-        rates = [rates_of(r) for r in rows]
-        per_env[env] = {"n": len(rows), "valid": mean_sem([x["valid"] for x in rates]),
-                        "medal": mean_sem([x["any_medal"] for x in rates]),
-                        "human_rank": mean_sem([x["human_rank"] for x in rates]),
-                        "score": mean_sem([r["score"] for r in rows])}
+               "valid": pair(summary.get("valid")), "medal": pair(summary.get("any_medal")),
+               "gold": pair(summary.get("gold")), "human_rank": pair(summary.get("human_rank"))}
+    per_env = {env: {"n": f["n"], "valid": pair(f["valid"]), "medal": pair(f["any_medal"]),
+                     "human_rank": pair(f["human_rank"]), "score": pair(f["score"])}
+               for env, f in spread_by_env(ran).items()}
     return overall, per_env
 
 
@@ -238,10 +220,10 @@ class EvalScreen(BaseScreen):
             summary.update(f"[red]{escape(str(exc))}[/] · esc: leave compare")
             self.results_table.clear()
             return
-        pct = self.rate not in ("human_rank", "reward")
+        pct = RATE[self.rate].percent
         left = (f" · only in one run: {len(cmp.only_a) + len(cmp.only_b)} env(s)" if cmp.only_a or cmp.only_b else "")
         summary.update(
-            f"[b]{escape(b['name'] or b['id'])}[/b] − [b]{escape(a['name'] or a['id'])}[/b] · {RATE_NAMES[self.rate]} "
+            f"[b]{escape(b['name'] or b['id'])}[/b] − [b]{escape(a['name'] or a['id'])}[/b] · {RATE[self.rate].label} "
             f"· m: next rate · esc: leave\n"
             f"overall [b]{fmt_diff(cmp.diff, pct)}[/b] (95% {fmt_interval(cmp.interval, pct)}) over {cmp.n_pairs} "
             f"paired episodes in {len(cmp.per_env)} env(s){left}")
@@ -269,7 +251,7 @@ class EvalScreen(BaseScreen):
         self.rate = COMPARED[(COMPARED.index(self.rate) + 1) % len(COMPARED)]
         if self.versus is not None:
             self.show_comparison()
-        self.notify(f"compared rate: {RATE_NAMES[self.rate]}", timeout=2)
+        self.notify(f"compared rate: {RATE[self.rate].label}", timeout=2)
 
     def action_leave_compare(self) -> None:
         self.mark = self.versus = None
