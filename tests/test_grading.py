@@ -12,7 +12,7 @@ import pytest
 
 from engine.envs.layout import EnvSpec
 from engine.grading import GradeReport, compute_reward, grade, human_rank, medal_ranks, thresholds
-from engine.grading.rewards import make_scheme, valid_submission, well_formed_share
+from engine.grading.rewards import Scheme, Term, valid_submission, well_formed_share
 from store.trajectories import Turn
 
 from conftest import DATA
@@ -255,7 +255,7 @@ def test_sparse_reward_and_custom_scheme():
     assert total == pytest.approx(0.1 * 0.75 + 0.9)
     total, _ = compute_reward(_report(silver_medal=True, any_medal=True), TURNS, "sparse")
     assert total == pytest.approx(0.075)
-    scheme = make_scheme("mine", [("valid", 0.5, valid_submission), ("format", 0.5, well_formed_share)])
+    scheme = Scheme("mine", (Term("valid", 0.5, valid_submission), Term("format", 0.5, well_formed_share)))
     total, b = compute_reward(_report(), TURNS, scheme)
     assert total == pytest.approx(0.5 + 0.375) and set(b["terms"]) == {"valid", "format"}
     assert well_formed_share(_report(), []) == 0.0

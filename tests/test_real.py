@@ -276,10 +276,11 @@ def test_a_competition_larger_than_the_workspace_quota_says_so_before_the_episod
 
 
 def test_steps_take_their_timeout_and_memory_from_the_sandbox_settings(home, store, tmp_path):
-    from engine.eval.run import sandbox_backend
+    from engine.config import load_settings
+    from engine.sandbox import get_backend
 
     (home / "config.toml").write_text("[sandbox]\ntimeout_s = 42\nmemory_mb = 1536\n")
-    backend = sandbox_backend(store)
+    backend = get_backend(store=store, settings=load_settings().sandbox)
     try:
         assert backend.default_limits.timeout_s == 42 and backend.default_limits.memory_mb == 1536
     finally:

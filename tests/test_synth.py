@@ -120,7 +120,7 @@ def test_leaderboard_attempts_and_verification_report(synth_store):
 
 
 def test_regenerating_reproduces_identical_hashes(synth_store, tmp_path):
-    from engine.envs.storage import regenerate, stored_hashes
+    from engine.envs.storage import regenerate
 
     store, report = synth_store
     env_id = report["environments"][0]["env_id"]
@@ -229,7 +229,6 @@ def test_reviewer_catches_a_description_that_disagrees(tmp_path):
 @pytest.mark.slow
 def test_same_rng_seed_same_environment(tmp_path):
     """Deterministic per --rng-seed: two fresh stores give the same scenario and identical data hashes."""
-    from engine.envs.storage import stored_hashes
     from engine.seeds.load import load_shipped
     from engine.synthesis.pipeline import synthesize
     from store import Store
@@ -251,7 +250,6 @@ def test_same_rng_seed_same_environment(tmp_path):
 def test_synth_on_ray_gives_the_results_of_local(run_cli, local_ray, tmp_path, monkeypatch):
     """`synth --executor ray`: Ray actors, each with its own store connection, sandbox and Synthesizer, make the
     environments the local executor's threads make for the same seeds (ids, verdicts, scores, every file's hash)."""
-    from engine.envs.storage import stored_hashes
     from store import Store
 
     def made(executor: str) -> list[tuple]:
@@ -297,3 +295,11 @@ def test_every_shipped_seed_yields_a_verified_environment(seeded_store, seed_id)
         assert arr.ndim == 1 and arr.dtype == np.float32
     sign = -1 if env["lower_is_better"] else 1
     assert sign * (o.strong - o.trivial) > 0
+
+
+def stored_hashes(store, env_id: str) -> dict[str, str]:
+    """{relative path: sha256} of the stored data files the generator wrote (what regenerating must reproduce)."""
+    from engine.envs.storage import PIPELINE_FILES
+
+    return {f["path"]: f["sha256"] for f in store.envs.files(env_id)
+            if f["role"] in ("public", "private") and f["path"] not in PIPELINE_FILES}

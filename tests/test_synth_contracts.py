@@ -18,7 +18,7 @@ from engine.synthesis.contracts import (
 
 def test_scenario_contract_reports_every_problem():
     data = json.loads(fixture("scenario_coldchain.json"))
-    assert Scenario.parse(data).feature_names()[:2] == ["route_km", "month"]
+    assert [c.name for c in Scenario.parse(data).columns][:2] == ["route_km", "month"]
     bad = dict(data, n_train=500, class_priors=[1.0], id_column="shipment id", extra="x")
     with pytest.raises(ContractError) as err:
         Scenario.parse(bad)

@@ -102,7 +102,3 @@ def regenerate(env_dir: str | Path, out: str | Path | None = None, rng_seed: int
             if p.is_file() and p.relative_to(out).as_posix() not in PIPELINE_FILES}
 
 
-def stored_hashes(store: Store, env_id: str) -> dict[str, str]:
-    """{relative path: sha256} of the stored data files the generator wrote."""
-    return {f["path"]: f["sha256"] for f in store.envs.files(env_id)
-            if f["role"] in ("public", "private") and f["path"] not in PIPELINE_FILES}

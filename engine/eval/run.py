@@ -21,9 +21,8 @@ from ..agents.scaffolds import get_scaffold
 from ..config import SandboxSettings, load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
-from ..upkeep import resumable
 from ..executors import Executor, Worker, get_executor
-from ..sandbox import get_backend
+from ..upkeep import resumable
 from .mlebench import Skipped
 from .report import aggregate, left_out
 
@@ -112,11 +111,6 @@ def run_episode_item(worker: Worker, item: EpisodeItem) -> dict[str, Any]:
     traj = run_episode(item.env, policy, scaffold=item.scaffold, sandbox=worker.sandbox, store=worker.store,
                        run_id=item.run_id, rng_seed=item.rng_seed, **item.kw)
     return result_row(traj, item.scaffold)
-
-
-def sandbox_backend(store: Store):
-    """The sandbox backend of the settings, with their per-step limits (timeout, memory, disk quota)."""
-    return get_backend(store=store, settings=load_settings().sandbox)
 
 
 def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: str = "react",

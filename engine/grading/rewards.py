@@ -11,7 +11,7 @@ a breakdown (each term's raw value and weighted contribution), which is stored w
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from store.common import JSON
 from store.trajectories import Turn
@@ -93,10 +93,6 @@ SCHEMES: dict[str, Scheme] = {
         cap=1.0, description="+0.2 valid, +0.7×HumanRank, +0.1×format",
     ),
 }
-
-
-def make_scheme(name: str, terms: Iterable[tuple[str, float, RewardFn]], cap: float | None = None) -> Scheme:
-    return Scheme(name, tuple(Term(n, float(w), f) for n, w, f in terms), cap=cap)
 
 
 def get_scheme(scheme: str | Scheme) -> Scheme:

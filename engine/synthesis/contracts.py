@@ -157,9 +157,6 @@ class Scenario(Contract):
             raise ValueError(f"media_column {self.media_column!r} must be one of the columns")
         return self
 
-    def feature_names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
     def for_prompt(self) -> dict[str, Any]:
         return self.model_dump(exclude={"recipe"}, exclude_none=True)
 

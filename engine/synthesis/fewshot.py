@@ -1,6 +1,7 @@
 """Few-shot examples for the Designer and the Data engineer: verified generator programs with their scenarios,
 one per kind of data (``examples/``), chosen by the blueprint's modality. Each is a complete program under the
-generator contract (``tests/test_synth_examples.py`` verifies every one)."""
+generator contract (``tests/test_synth_add.py::test_every_few_shot_example_verifies_against_its_seed`` verifies
+every one)."""
 
 from __future__ import annotations
 
