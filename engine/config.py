@@ -11,10 +11,11 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from store.paths import data_dir
 
+from .backends import EXECUTORS, SANDBOX_BACKENDS
 from .errors import ConfigError
 
 
@@ -27,7 +28,7 @@ DEFAULT_DOCKER_IMAGE = "sandmle-base:1"
 
 
 class SandboxSettings(_Section):
-    backend: Literal["local", "docker"] = Field("local", description="where untrusted code runs")
+    backend: str = Field("local", description="where untrusted code runs: " + SANDBOX_BACKENDS.described())
     warm: bool = Field(True, description="use a pre-started worker with the heavy imports done")
     warm_imports: list[str] = Field(
         default_factory=lambda: ["numpy", "pandas", "sklearn"], description="modules the warm worker imports"
@@ -43,6 +44,11 @@ class SandboxSettings(_Section):
         "image of the docker backend: the base image built from this machine (host /usr, /etc, interpreter and "
         "virtual env mounted read-only), or any image with python, sh, timeout and util-linux (a GPU server's)"))
 
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        return SANDBOX_BACKENDS.check(value)
+
     def override(self, *, backend: str | None = None, memory_mb: int | None = None, max_procs: int | None = None,
                  timeout_s: float | None = None) -> SandboxSettings:
         """These settings with a command's options applied (``None`` keeps a setting), validated."""
@@ -55,11 +61,14 @@ class SandboxSettings(_Section):
 
 
 class ExecutorSettings(_Section):
-    kind: Literal["local", "process", "ray"] = Field(
-        "local", description="how many pieces of work run at once: local (threads of one process), process "
-                             "(spawned processes) or ray (a local Ray, or the cluster at ray_address)")
+    kind: str = Field("local", description="who runs many pieces of work at once: " + EXECUTORS.described())
     workers: int = Field(2, ge=1, description="workers (pieces of work at once)")
     ray_address: str | None = Field(None, description="address of an existing Ray cluster (None: start one)")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        return EXECUTORS.check(value)
 
 
 SynthesisRole = Literal["analyst", "designer", "grader", "engineer", "describer", "reviewer"]

@@ -23,6 +23,8 @@ from concurrent.futures import Future, as_completed
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 
+from store import Store
+
 from ..errors import SandmleError
 from .worker import Worker, WorkerSpec, touch_sandbox
 
@@ -67,8 +69,12 @@ class _Task:
 
 class Executor(abc.ABC):
     name: str = ""
+    #: the workers use the caller's store handle (threads of this process); else each opens the store's file
+    shares_store: bool = False
 
-    def __init__(self, spec: WorkerSpec, *, workers: int = 2, on_lost: Callable[[str], None] | None = None):
+    def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None, address: str | None = None,
+                 on_lost: Callable[[str], None] | None = None):
+        """``store`` and ``address`` (of a cluster) are for the executors that use them (local; ray)."""
         if workers < 1:
             raise SandmleError(f"an executor needs at least one worker (got {workers})")
         self.spec = dataclasses.replace(spec, executor=self.name)

@@ -35,8 +35,9 @@ class ThreadSlot(Slot):
 
 class LocalExecutor(Executor):
     name = "local"
+    shares_store = True
 
-    def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None,
+    def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None, address: str | None = None,
                  on_lost: Callable[[str], None] | None = None):
         super().__init__(spec, workers=workers, on_lost=on_lost)
         self.store = store

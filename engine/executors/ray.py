@@ -11,6 +11,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable
 
+from store import Store
+
 from ..errors import SandboxError
 from .base import Executor, Slot, WorkFn
 from .worker import Worker, WorkerSpec
@@ -75,7 +77,7 @@ def start_ray(address: str | None = None, *, num_cpus: int = 2) -> None:
 class RayExecutor(Executor):
     name = "ray"
 
-    def __init__(self, spec: WorkerSpec, *, workers: int = 2, address: str | None = None,
+    def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None, address: str | None = None,
                  cpus_per_worker: float = 1.0, on_lost: Callable[[str], None] | None = None):
         super().__init__(spec, workers=workers, on_lost=on_lost)
         try:

@@ -10,6 +10,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..backends import EXECUTORS, SANDBOX_BACKENDS
 from ..errors import ConfigError
 from .recipe import defaults as model_defaults
 
@@ -100,14 +101,15 @@ class GRPOConfig(_Common):
     save_every: int = _option(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
     max_staleness: int = _option(0, "policy updates a rollout's sampling weights may lag behind the trained ones: "
                                     "0 = on-policy; 1 = the next step's rollouts sample while this step's update runs")
-    executor: str | None = _option(None, "who runs rollouts: local (threads sharing the trainer's sampler) | "
-                                         "process | ray (workers load each published adapter; sampler = hf); "
-                                         "default: [executor] kind")
+    executor: str | None = _option(None, "who runs rollouts: " + " | ".join(EXECUTORS) + " (local: threads "
+                                         "sharing the trainer's sampler; the others load each published adapter: "
+                                         "sampler = hf); default: [executor] kind")
     address: str | None = _option(None, "address of an existing Ray cluster (with executor = ray; default: a local "
                                         "Ray)")
     rollout_workers: int = _option(8, "rollouts in flight at once: their model calls share the sampler's batches "
                               "and the sandbox runs one episode's code while the model generates for others")
-    sandbox_backend: str | None = _option(None, "where rollout code runs: local | docker (default: [sandbox] backend)")
+    sandbox_backend: str | None = _option(None, "where rollout code runs: " + " | ".join(SANDBOX_BACKENDS)
+                                            + " (default: [sandbox] backend)")
     memory_mb: int | None = _option(None, "memory limit of each sandboxed run in MB, >= 1024 "
                                           "(default: [sandbox] memory_mb)")
     max_procs: int | None = _option(None, "process and thread limit of each sandboxed run "
@@ -155,8 +157,8 @@ class GRPOConfig(_Common):
             raise ValueError(f"sampler_prefix_cache must be >= 0 (got {self.sampler_prefix_cache})")
         if self.tis_cap < 0:
             raise ValueError(f"tis_cap must be >= 0 (got {self.tis_cap})")
-        if self.sandbox_backend not in (None, "local", "docker"):
-            raise ValueError(f"sandbox_backend must be local or docker (got {self.sandbox_backend!r})")
+        if self.sandbox_backend is not None and self.sandbox_backend not in SANDBOX_BACKENDS:
+            raise ValueError(f"sandbox_backend: {SANDBOX_BACKENDS.unknown(self.sandbox_backend)}")
         if self.memory_mb is not None and self.memory_mb < 1024:
             raise ValueError(f"memory_mb must be >= 1024: pandas and sklearn need it (got {self.memory_mb})")
         if self.step_timeout_s is not None and self.step_timeout_s <= 0:
@@ -165,8 +167,8 @@ class GRPOConfig(_Common):
             raise ValueError(f"max_procs must be >= 1 (got {self.max_procs})")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0 (got {self.max_staleness})")
-        if self.executor not in (None, "local", "process", "ray"):
-            raise ValueError(f"executor must be local, process or ray (got {self.executor!r})")
+        if self.executor is not None and self.executor not in EXECUTORS:
+            raise ValueError(f"executor: {EXECUTORS.unknown(self.executor)}")
         if self.fsdp:
             raise ValueError("fsdp is for sft: GRPO's update keeps a whole copy of the model on each process (DDP)")
 

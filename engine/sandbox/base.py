@@ -261,6 +261,8 @@ class HostFolderFiles:
 
 class SandboxBackend(abc.ABC):
     name: str = ""
+    #: the options of ``get_backend`` this backend takes besides store, settings, root and limits
+    OPTIONS: tuple[str, ...] = ()
     store: Store | None
     default_limits: Limits  #: what a run gets when it names no limits
 

@@ -119,6 +119,7 @@ def _du(path: Path) -> int:
 
 class LocalBackend(SandboxBackend):
     name = "local"
+    OPTIONS = ("warm", "isolation")
 
     def __init__(self, *, store: Store | None = None, settings: SandboxSettings | None = None,
                  root: str | Path | None = None, limits: Limits | None = None, warm: bool | None = None,

@@ -7,10 +7,11 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import click
 
+from engine.backends import EXECUTORS
 from engine.config import load_settings
 from engine.upkeep import open_store
 
@@ -68,13 +69,30 @@ def json_option(what: str = "", *, detail: str = "") -> Any:
 wide_option = click.option("--wide", is_flag=True, help="Show every column in full (tables fit 80 columns by default).")
 
 
+class NameChoice(click.Choice):
+    """A choice among the names of a registry (an executor, a scaffold, ...), read when the command runs: an entry
+    added to the registry is a choice at once. ``extra`` names come first (``sandbox run``'s ``inline``)."""
+
+    def __init__(self, names: Iterable[str], *, extra: Sequence[str] = ()):
+        super().__init__((), case_sensitive=True)
+        self._names, self._extra = names, tuple(extra)
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        return (*self._extra, *self._names)
+
+    @choices.setter
+    def choices(self, value: Any) -> None:  # click.Choice.__init__ assigns it; the registry is the source
+        pass
+
+
 def executor_options(fn: Any) -> Any:
-    """``--executor local|process|ray`` and ``--address`` (defaults: ``[executor]`` of the settings)."""
+    """``--executor`` (one of :data:`engine.backends.EXECUTORS`) and ``--address`` (defaults: ``[executor]`` of the
+    settings)."""
     fn = click.option("--address", help="Address of an existing Ray cluster (with --executor ray; default: "
                                         "[executor] ray_address, else a local Ray started on demand).")(fn)
-    return click.option("--executor", type=click.Choice(["local", "process", "ray"]),
-                        help="Who runs the work: local (threads of this process), process (spawned processes) or "
-                             "ray (default: [executor] kind).")(fn)
+    return click.option("--executor", type=NameChoice(EXECUTORS),
+                        help=f"Who runs the work: {EXECUTORS.described()} (default: [executor] kind).")(fn)
 
 
 def warn(line: str) -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engine.backends import EXECUTORS
 from engine.config import load_settings
 from engine.errors import SandboxError
 from engine.executors import SandboxJob, get_executor, run_sandbox_job
@@ -17,7 +18,7 @@ from engine.sandbox import RunMeta, get_backend
 from engine.sandbox.docker import connect
 from engine.sandbox.image import BASE_IMAGE, build_base_image
 
-from .common import Context, emit_json, json_option, pass_ctx, progress, table, warn, wide_option
+from .common import Context, NameChoice, emit_json, json_option, pass_ctx, progress, table, warn, wide_option
 from .sandbox_options import sandbox_options
 
 if TYPE_CHECKING:
@@ -34,9 +35,8 @@ def sandbox() -> None:
 @click.option("--workdir", type=click.Path(exists=True, file_okay=False), help="Start from a copy of this folder.")
 @sandbox_options(backend_alias="--backend")
 @click.option("--warm/--cold", default=None, help="`python FILE` on the warm worker (pandas/sklearn imported).")
-@click.option("--executor", type=click.Choice(["inline", "local", "process", "ray"]), default="inline",
-              show_default=True, help="inline: here, once; local: worker threads; process: worker processes; ray: "
-                                      "Ray actors (a local Ray, or --address).")
+@click.option("--executor", type=NameChoice(EXECUTORS, extra=("inline",)), default="inline", show_default=True,
+              help=f"inline (here, once) or an executor: {EXECUTORS.described()}.")
 @click.option("--address", help="Address of an existing Ray cluster (with --executor ray).")
 @click.option("--repeat", type=click.IntRange(1, 1000), default=1, show_default=True,
               help="Run COMMAND this many times at once, each in its own workspace (with --executor).")

@@ -7,7 +7,9 @@ from typing import Callable, TypeVar
 
 import click
 
-from .common import POSITIVE_S
+from engine.backends import SANDBOX_BACKENDS
+
+from .common import POSITIVE_S, NameChoice
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -19,7 +21,7 @@ def sandbox_options(*, backend_alias: str | None = None, timeout_alias: str | No
         backend_names = ["--sandbox-backend", *([backend_alias] if backend_alias else [])]
         timeout_names = ["--timeout", *([timeout_alias] if timeout_alias else [])]
         options = [
-            click.option(*backend_names, "sandbox_backend", type=click.Choice(["local", "docker"]),
+            click.option(*backend_names, "sandbox_backend", type=NameChoice(SANDBOX_BACKENDS),
                          help="Where untrusted code runs [default: [sandbox] backend]."),
             click.option("--memory-mb", type=click.IntRange(min=1024),
                          help="Memory limit of each sandboxed run in MB, >= 1024 (pandas and sklearn need it) "
