@@ -15,6 +15,9 @@ from sklearn import metrics as skm
 
 @dataclass(frozen=True)
 class Metric:
+    """One metric of the library. :data:`METRICS` is the one list: seeds, MLE-bench folders, synthesis (roles,
+    descriptions, verification) and grading read what they need of a metric from its entry, never from its name."""
+
     name: str
     fn: Callable[[np.ndarray, np.ndarray], float]
     lower_is_better: bool
@@ -23,6 +26,25 @@ class Metric:
     prediction: str
     description: str
     best: float | None = None
+    #: how description.md words it (default: ``description``)
+    prose: str = ""
+    #: scores lie on a fixed scale up to ``best`` (the verifier judges saturation on it, not relative to trivial)
+    bounded: bool = False
+    #: the targets are numbers (a regression task), not classes
+    regression: bool = False
+    #: predictions are probabilities and must lie in [0, 1]
+    probabilities: bool = False
+    #: the labels are ordinal integers, compared as numbers (a label metric)
+    ordinal: bool = False
+    #: predictions (and targets) must not be negative
+    non_negative: bool = False
+    #: MLE-bench grader names of this metric besides its own (lower case, hyphens for spaces and underscores)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def wording(self) -> str:
+        """The metric as description.md explains it."""
+        return self.prose or self.description
 
 
 def _col(a: np.ndarray) -> np.ndarray:
@@ -120,22 +142,46 @@ def _map3(y, p):
 METRICS: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("accuracy", _accuracy, False, "label", "share of rows whose label is right", 1.0),
-        Metric("f1_macro", _f1("macro"), False, "label", "F1 averaged over classes", 1.0),
-        Metric("f1_micro", _f1("micro"), False, "label", "F1 over all decisions", 1.0),
-        Metric("f1_weighted", _f1("weighted"), False, "label", "F1 averaged over classes, weighted by support", 1.0),
-        Metric("roc_auc", _roc_auc, False, "value", "area under the ROC curve of a probability", 1.0),
-        Metric("mean_columnwise_roc_auc", _mean_col_auc, False, "value", "ROC-AUC averaged over target columns", 1.0),
-        Metric("log_loss", _log_loss, True, "proba", "multiclass log loss over one probability column per class", 0.0),
-        Metric("multilabel_log_loss", _multilabel_log_loss, True, "value", "binary log loss averaged over targets", 0.0),
-        Metric("rmse", _rmse, True, "value", "root mean squared error", 0.0),
-        Metric("rmsle", _rmsle, True, "value", "root mean squared log error", 0.0),
-        Metric("mean_columnwise_rmsle", _mean_col_rmsle, True, "value", "RMSLE averaged over target columns", 0.0),
-        Metric("mcrmse", _mcrmse, True, "value", "RMSE averaged over target columns", 0.0),
-        Metric("mae", _mae, True, "value", "mean absolute error", 0.0),
-        Metric("r2", _r2, False, "value", "coefficient of determination", 1.0),
-        Metric("qwk", _qwk, False, "label", "quadratic weighted Cohen's kappa on ordinal labels", 1.0),
-        Metric("map_at_3", _map3, False, "ranking", "mean average precision of the top-3 labels", 1.0),
+        Metric("accuracy", _accuracy, False, "label", "share of rows whose label is right", 1.0, bounded=True,
+               prose="accuracy (share of test rows whose label is right)",
+               aliases=("categorization-accuracy", "multi-class-classification-accuracy")),
+        Metric("f1_macro", _f1("macro"), False, "label", "F1 averaged over classes", 1.0, bounded=True,
+               prose="macro-averaged F1 (F1 of every class, averaged with equal weight)",
+               aliases=("f1", "macro-f1")),
+        Metric("f1_micro", _f1("micro"), False, "label", "F1 over all decisions", 1.0, bounded=True,
+               aliases=("micro-f1",)),
+        Metric("f1_weighted", _f1("weighted"), False, "label", "F1 averaged over classes, weighted by support", 1.0,
+               bounded=True),
+        Metric("roc_auc", _roc_auc, False, "value", "area under the ROC curve of a probability", 1.0, bounded=True,
+               prose="area under the ROC curve (ROC-AUC) between the predicted probability and the true label",
+               aliases=("auc", "auc-roc", "area-under-roc")),
+        Metric("mean_columnwise_roc_auc", _mean_col_auc, False, "value", "ROC-AUC averaged over target columns", 1.0,
+               bounded=True, prose="mean column-wise ROC-AUC (the ROC-AUC of each target column, averaged)",
+               aliases=("mean-column-wise-roc-auc", "column-wise-roc-auc", "mean-columnwise-auc")),
+        Metric("log_loss", _log_loss, True, "proba", "multiclass log loss over one probability column per class", 0.0,
+               probabilities=True,
+               prose="multiclass log loss over the predicted class probabilities (rows are renormalised and clipped)",
+               aliases=("multi-class-log-loss", "logloss")),
+        Metric("multilabel_log_loss", _multilabel_log_loss, True, "value", "binary log loss averaged over targets", 0.0,
+               probabilities=True, prose="binary log loss averaged over the target columns"),
+        Metric("rmse", _rmse, True, "value", "root mean squared error", 0.0, regression=True,
+               prose="root mean squared error (RMSE)", aliases=("root-mean-squared-error",)),
+        Metric("rmsle", _rmsle, True, "value", "root mean squared log error", 0.0, regression=True, non_negative=True,
+               prose="root mean squared logarithmic error (RMSLE)", aliases=("root-mean-squared-log-error",)),
+        Metric("mean_columnwise_rmsle", _mean_col_rmsle, True, "value", "RMSLE averaged over target columns", 0.0,
+               regression=True, non_negative=True,
+               prose="mean column-wise root mean squared logarithmic error (RMSLE of each target, averaged)",
+               aliases=("mean-column-wise-rmsle",)),
+        Metric("mcrmse", _mcrmse, True, "value", "RMSE averaged over target columns", 0.0, regression=True,
+               prose="mean column-wise RMSE"),
+        Metric("mae", _mae, True, "value", "mean absolute error", 0.0, regression=True, aliases=("mean-absolute-error",)),
+        Metric("r2", _r2, False, "value", "coefficient of determination", 1.0, bounded=True, regression=True,
+               prose="coefficient of determination (R²)"),
+        Metric("qwk", _qwk, False, "label", "quadratic weighted Cohen's kappa on ordinal labels", 1.0, bounded=True,
+               ordinal=True, prose="quadratic weighted kappa between the predicted and the true grades",
+               aliases=("quadratic-weighted-kappa",)),
+        Metric("map_at_3", _map3, False, "ranking", "mean average precision of the top-3 labels", 1.0, bounded=True,
+               aliases=("map@3",)),
     ]
 }
 

@@ -16,10 +16,6 @@ from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission
 from .metrics import get_metric
 
-#: metrics whose prediction columns must be probabilities in [0, 1]
-PROBABILITY_METRICS = ("log_loss", "multilabel_log_loss")
-#: label metrics whose labels are ordinal integers (compared numerically)
-NUMERIC_LABEL_METRICS = ("qwk",)
 
 
 def read_frame(path: str | Path, id_column: str) -> pd.DataFrame:
@@ -103,7 +99,7 @@ def prediction_matrix(spec: GradeSpec, sub: pd.DataFrame, *, check_labels: bool 
     """The submission's prediction columns as the 2-D array the metric expects, values checked."""
     metric = get_metric(spec.metric)
     cols = spec.prediction_columns
-    if metric.prediction == "label" and spec.metric not in NUMERIC_LABEL_METRICS:
+    if metric.prediction == "label" and not metric.ordinal:
         out = np.column_stack([_norm_labels(sub[c]) for c in cols])
         if check_labels and spec.classes:
             known = set(_norm_labels(pd.Series(list(spec.classes))))
@@ -116,9 +112,9 @@ def prediction_matrix(spec: GradeSpec, sub: pd.DataFrame, *, check_labels: bool 
     if metric.prediction == "ranking":
         return np.column_stack([sub[c].astype(str).to_numpy(dtype=object) for c in cols])
     out = np.column_stack([_numeric(sub, c) for c in cols])
-    if spec.metric in PROBABILITY_METRICS and ((out < 0).any() or (out > 1).any()):
+    if metric.probabilities and ((out < 0).any() or (out > 1).any()):
         raise InvalidSubmission(f"probabilities must lie in [0, 1]; found values from {out.min():.4g} to {out.max():.4g}")
-    if spec.metric in NUMERIC_LABEL_METRICS and spec.classes:
+    if metric.ordinal and spec.classes:
         rounded = np.rint(out).astype(int)
         known = {int(float(c)) for c in spec.classes}
         bad = [v for v in rounded.ravel() if v not in known]
@@ -130,7 +126,7 @@ def prediction_matrix(spec: GradeSpec, sub: pd.DataFrame, *, check_labels: bool 
 def answers_matrix(spec: GradeSpec, answers: pd.DataFrame) -> np.ndarray:
     metric = get_metric(spec.metric)
     cols = spec.prediction_columns
-    if metric.prediction == "label" and spec.metric not in NUMERIC_LABEL_METRICS:
+    if metric.prediction == "label" and not metric.ordinal:
         return np.column_stack([_norm_labels(answers[c]) for c in cols])
     if metric.prediction == "ranking":
         return np.column_stack([answers[c].astype(str).to_numpy(dtype=object) for c in cols])

@@ -28,20 +28,9 @@ from ..grading.metrics import METRICS, get_metric
 from .seed import ID_RE, Seed
 
 #: MLE-bench grader names (and common spellings; spaces and underscores count as hyphens) → our metric names
-GRADER_METRICS = {
-    "accuracy": "accuracy", "categorization-accuracy": "accuracy", "multi-class-classification-accuracy": "accuracy",
-    "auc": "roc_auc", "auc-roc": "roc_auc", "roc-auc": "roc_auc", "area-under-roc": "roc_auc",
-    "mean-column-wise-roc-auc": "mean_columnwise_roc_auc", "column-wise-roc-auc": "mean_columnwise_roc_auc",
-    "mean-columnwise-auc": "mean_columnwise_roc_auc",
-    "multi-class-log-loss": "log_loss", "log-loss": "log_loss", "logloss": "log_loss",
-    "rmse": "rmse", "root-mean-squared-error": "rmse", "rmsle": "rmsle", "root-mean-squared-log-error": "rmsle",
-    "mean-column-wise-rmsle": "mean_columnwise_rmsle", "mae": "mae", "mean-absolute-error": "mae", "r2": "r2",
-    "qwk": "qwk", "quadratic-weighted-kappa": "qwk", "f1": "f1_macro", "macro-f1": "f1_macro", "f1-macro": "f1_macro",
-    "micro-f1": "f1_micro", "map@3": "map_at_3", "map-at-3": "map_at_3", "mcrmse": "mcrmse",
-}
+GRADER_METRICS = {alias: m.name for m in METRICS.values() for alias in (m.name.replace("_", "-"), *m.aliases)}
 MEDIA = {".png": "image", ".jpg": "image", ".jpeg": "image", ".tif": "image", ".wav": "audio", ".aif": "audio",
          ".aiff": "audio", ".npy": "timeseries"}
-REGRESSION_METRICS = ("rmse", "rmsle", "mae", "r2", "mcrmse", "mean_columnwise_rmsle")
 #: a label column with more distinct values than this is not a set of classes
 MAX_CLASSES = 1000
 _NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
@@ -170,9 +159,9 @@ def find_targets(sample: Path, predictions: list[str], train: Path | None, train
 
 
 def _task_type(metric: str, n_predictions: int, n_targets: int, n_classes: int | None) -> str:
-    if metric in REGRESSION_METRICS:
+    if get_metric(metric).regression:
         return "multi_target_regression" if n_targets > 1 else "regression"
-    if metric == "qwk":
+    if get_metric(metric).ordinal:
         return "ordinal"
     if get_metric(metric).prediction == "value":  # probabilities: one per label, or one for a binary task
         return "multilabel" if n_predictions > 1 else "binary"
@@ -254,7 +243,7 @@ def load_mlebench_folder(folder: str | Path, metric: str | None = None, *, store
     targets, class_values = find_targets(sample, predictions, train, train_header, test_header)
     if metric == "log_loss" and class_values is None:
         metric = "multilabel_log_loss"  # one probability column per target: binary log loss (dogs-vs-cats)
-    regression = metric in REGRESSION_METRICS
+    regression = get_metric(metric).regression
     if class_values is None and train is not None and not regression and len(targets) == 1:
         class_values = distinct_values(train, targets[0])
     n_classes = len(targets) if len(targets) > 1 and not regression else (len(class_values) if class_values else None)

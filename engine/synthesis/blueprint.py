@@ -7,6 +7,7 @@ import re
 from typing import Any, Mapping
 
 from ..errors import SynthesisError
+from ..grading.metrics import METRICS
 from .contracts import Blueprint
 
 MODALITIES = ("tabular", "text", "image", "timeseries", "audio")
@@ -59,7 +60,7 @@ def analyze(seed: Mapping[str, Any]) -> Blueprint:
         groups=bool(hints.get("groups")), shift=bool(hints.get("shift", False)) or "drift" in low,
         label_noise=float(hints.get("label_noise", 0.0)), image_size=int(hints.get("image_size", 0)),
         sequence_length=int(hints.get("sequence_length", 0)),
-        nonnegative_target=seed["metric"] in ("rmsle", "mean_columnwise_rmsle") or "non-negative" in low,
+        nonnegative_target=_non_negative(seed["metric"]) or "non-negative" in low,
         original_train_size=int(seed["train_size"]), original_test_size=int(seed["test_size"]), notes=notes,
     )
     if free_text:
@@ -81,3 +82,9 @@ def analyze(seed: Mapping[str, Any]) -> Blueprint:
     if blueprint.modality not in MODALITIES:
         raise SynthesisError(f"seed {seed['id']}: modality {seed['modality']!r} has no generator")
     return blueprint
+
+
+def _non_negative(metric: str) -> bool:
+    """The seed's metric needs non-negative targets (RMSLE)."""
+    known = METRICS.get(metric)
+    return known is not None and known.non_negative

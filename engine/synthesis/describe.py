@@ -7,23 +7,6 @@ from typing import Any
 
 from ..grading.metrics import get_metric
 
-METRIC_PROSE = {
-    "accuracy": "accuracy (share of test rows whose label is right)",
-    "f1_macro": "macro-averaged F1 (F1 of every class, averaged with equal weight)",
-    "roc_auc": "area under the ROC curve (ROC-AUC) between the predicted probability and the true label",
-    "mean_columnwise_roc_auc": "mean column-wise ROC-AUC (the ROC-AUC of each target column, averaged)",
-    "log_loss": "multiclass log loss over the predicted class probabilities (rows are renormalised and clipped)",
-    "multilabel_log_loss": "binary log loss averaged over the target columns",
-    "rmse": "root mean squared error (RMSE)",
-    "rmsle": "root mean squared logarithmic error (RMSLE)",
-    "mean_columnwise_rmsle": "mean column-wise root mean squared logarithmic error (RMSLE of each target, averaged)",
-    "mcrmse": "mean column-wise RMSE",
-    "mae": "mean absolute error",
-    "r2": "coefficient of determination (R²)",
-    "qwk": "quadratic weighted kappa between the predicted and the true grades",
-}
-
-
 def column_rows(scenario: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(column, where, description) for every column of train.csv / test.csv."""
     if scenario.get("id_in_test") is False:
@@ -76,16 +59,16 @@ def write_description(scenario: dict[str, Any], grade: dict[str, Any]) -> str:
     if scenario.get("classes") is not None and grade["task_type"] in ("multiclass", "ordinal", "binary"):
         lines += ["", "Classes: " + ", ".join(f"`{c}`" for c in scenario["classes"]) + "."]
     lines += ["", "## Evaluation", "",
-              f"Submissions are scored with **{grade['metric']}**: {METRIC_PROSE.get(grade['metric'], metric.description)}; "
+              f"Submissions are scored with **{grade['metric']}**: {metric.wording}; "
               f"{better} is better."]
-    if grade["metric"] in ("rmsle", "mean_columnwise_rmsle"):
+    if metric.non_negative:
         lines.append("Predictions must be non-negative; fitting the log of the target matches the metric.")
     lines += ["", "## Submission format", "",
               f"A CSV file with a header and one row per `{idc}` of `test.csv`, columns `{idc}` then "
               + ", ".join(f"`{c}`" for c in pred) + "."]
-    if grade["metric"] == "log_loss":
+    if metric.prediction == "proba":
         lines.append("Each prediction column holds the probability of that class; rows should sum to 1.")
-    elif grade["metric"] in ("roc_auc", "mean_columnwise_roc_auc", "multilabel_log_loss"):
+    elif metric.prediction == "value" and not metric.regression:  # a probability per target
         lines.append("Each prediction column holds a probability between 0 and 1.")
     elif grade["task_type"] in ("regression", "multi_target_regression"):
         lines.append("Each prediction column holds a number.")

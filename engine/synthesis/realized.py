@@ -19,7 +19,6 @@ import pandas as pd
 from ..envs.layout import GradeSpec
 from ..grading.metrics import METRICS, get_metric
 from .contracts import Blueprint
-from .describe import METRIC_PROSE
 
 MEDIA_SUFFIXES = (".png", ".npy")
 
@@ -207,7 +206,7 @@ def describe_from_data(data: DataSummary, spec: GradeSpec, title: str, overview:
         lines += ["", f"`{spec.id_column}` is only in the submission: it numbers the rows of `test.csv` from 1, in "
                       "order."]
     lines += ["", "## Evaluation", "", f"Submissions are scored with **{spec.metric}**: "
-              f"{METRIC_PROSE.get(spec.metric, metric.description)}; "
+              f"{metric.wording}; "
               f"{'lower' if metric.lower_is_better else 'higher'} is better.", "", "## Submission format", "",
               f"A CSV file with one row per `{spec.id_column}` of `test.csv` and this header:", "", "```", header,
               "```", ""]

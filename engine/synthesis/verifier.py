@@ -23,8 +23,6 @@ from .fidelity import Profile, check, measure
 from .grader import better
 from .solutions import LADDER, RUNNER, render_solution
 
-BOUNDED = ("accuracy", "f1_macro", "f1_micro", "f1_weighted", "roc_auc", "mean_columnwise_roc_auc", "qwk", "r2",
-           "map_at_3")
 
 
 @dataclass
@@ -331,7 +329,7 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
     sign = -1.0 if spec.lower_is_better else 1.0
     best_name = max(("simple", "strong"), key=lambda k: sign * means[k])
     gap = sign * (means[best_name] - means["trivial"])
-    scale = 1.0 if spec.metric in BOUNDED else max(abs(means["trivial"]), 1e-9)
+    scale = 1.0 if m.bounded else max(abs(means["trivial"]), 1e-9)
     min_gap = max(3 * noise, 0.03 * scale)
     lower, upper = paired_bootstrap_interval(spec, answers, subs[(best_name, seeds[0])], subs[("trivial", seeds[0])],
                                              rng)
@@ -343,7 +341,7 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
                               f"bound > 0, got {lower:.3g})", "engineer", 1.6, report)
     best_score = max(by["strong"] + by["simple"], key=lambda s: sign * s)
     saturated = (m.best is not None and abs(best_score - m.best) < 1e-9) or \
-        (spec.metric in BOUNDED and m.best is not None and abs(best_score - m.best) < 0.01) or \
+        (m.bounded and m.best is not None and abs(best_score - m.best) < 0.01) or \
         (spec.lower_is_better and best_score < 0.02 * abs(means["trivial"]))
     report["saturated"] = bool(saturated)
     if saturated:
