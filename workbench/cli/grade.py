@@ -5,7 +5,9 @@ from __future__ import annotations
 import click
 
 from engine.eval.select import resolve_env
+from engine.grading import compute_reward
 from engine.grading import grade as grade_fn
+from engine.grading.rewards import SCHEMES
 
 from .common import Context, emit_json, json_option, pass_ctx
 
@@ -14,17 +16,23 @@ from .common import Context, emit_json, json_option, pass_ctx
 @click.argument("env")
 @click.argument("submission", type=click.Path(path_type=str))
 @click.option("--metric", help="Metric for an MLE-bench folder whose grader name is not recognised (overrides it).")
+@click.option("--reward", type=click.Choice(sorted(SCHEMES)), default=None,
+              help="Also give the reward of this submission alone (the format term, which needs an agent's turns, "
+                   "counts 0): what an exported Harbor verifier writes.")
 @json_option("the grade report")
 @pass_ctx
-def grade(ctx: Context, env: str, submission: str, metric: str | None, as_json: bool) -> None:
+def grade(ctx: Context, env: str, submission: str, metric: str | None, reward: str | None, as_json: bool) -> None:
     """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench
     competition folder. Exits 0 for a valid submission, 3 for an invalid one."""
     spec = resolve_env(ctx.store, env, metric=metric)
     report = grade_fn(spec, submission)
+    value = compute_reward(report, [], reward)[0] if reward else None
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), **({"reward": value} if reward else {})})
     else:
         click.echo(format_report(report))
+        if reward:
+            click.echo(f"  reward ({reward}, submission alone) {value:.6g}")
     if not report.valid_submission:
         raise SystemExit(3)
 
