@@ -154,18 +154,41 @@ def test_react_scripted_episode_earns_a_medal_and_is_stored(env, store):
 def test_scripted_policy_is_deterministic_and_skill_changes_plans(env):
     from engine.agents.policies.scripted import ScriptedPolicy
 
+    def react(**kw):
+        return ScriptedPolicy(**kw).in_scaffold("react", "tool_calls")
+
     first = [Turn("system", "... <tool_call> ... at most 15 turns"), Turn("user", "task A\n# Validation\nval/")]
-    a = ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
-    assert a == ScriptedPolicy(skill=1.0).act(first, rng_seed=5).text
+    a = react(skill=1.0).act(first, rng_seed=5).text
+    assert a == react(skill=1.0).act(first, rng_seed=5).text
     summary = 'SUMMARY {"modality": "text", "task": "proba", "rows": 100}'
     second = first + [Turn("assistant", a), Turn("tool", "[exit 0 · ok · 1s]\n" + summary)]
-    expert = ScriptedPolicy(skill=1.0).act(second, rng_seed=5).text
+    expert = react(skill=1.0).act(second, rng_seed=5).text
     assert "plan: blend/words+chars/rich/chars,linear/words+chars/rich/chars." in expert
     assert "# strategy: blend/words+chars/rich/chars" in expert and "os.chdir('val')" in expert
     assert "open('solution.py', 'w')" in expert  # the reference template, written once
-    plans = {ScriptedPolicy(skill=0.0, seed=s).act(second, rng_seed=5).text.split("plan: ")[1].split(". ")[0]
+    plans = {react(skill=0.0, seed=s).act(second, rng_seed=5).text.split("plan: ")[1].split(". ")[0]
              for s in range(12)}
     assert len(plans) >= 4 and all("," not in p for p in plans)  # random single strategies, no validation
+
+
+def test_scripted_policy_writes_the_reply_format_of_its_scaffold_not_of_the_prompt():
+    """The scaffold says which reply format it plays (SCAFFOLDS' reply), whatever its prompt's words: the same
+    react-like prompt gets a tool call in react's format and a whole script in oneshot's."""
+    from engine.agents.policies.scripted import REPLY_WRITERS, ScriptedPolicy
+    from engine.agents.policy import PolicyError
+    from engine.agents.scaffolds import REPLIES, SCAFFOLDS
+
+    assert set(REPLY_WRITERS) == set(REPLIES)  # it writes every format a scaffold may ask for
+    messages = [Turn("system", "... <tool_call> ... tree search ..."), Turn("user", "task A")]
+    policy = ScriptedPolicy()
+    as_react = policy.in_scaffold("react", SCAFFOLDS["react"].reply).act(messages, rng_seed=0).text
+    as_oneshot = policy.in_scaffold("oneshot", SCAFFOLDS["oneshot"].reply).act(messages, rng_seed=0).text
+    assert as_react.startswith("<think>") and "<tool_call>" in as_react and "```python" not in as_react
+    assert "```python" in as_oneshot and "<tool_call>" not in as_oneshot
+    with pytest.raises(PolicyError, match="no scaffold to play in"):
+        policy.act(messages)  # never guessed from the prompt
+    with pytest.raises(PolicyError, match="asks for 'chat' replies"):
+        policy.in_scaffold("chatty", "chat")
 
 
 def test_scripted_weak_policy_can_fail_to_medal(env):

@@ -32,5 +32,14 @@ class Policy(Protocol):
     def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action: ...
 
 
+@runtime_checkable
+class ScaffoldAware(Protocol):
+    """A policy that writes its replies itself (the scripted teacher) and so must know the reply format of the
+    scaffold it plays in (:data:`engine.agents.scaffolds.REPLIES`): an episode hands it the scaffold first. A model
+    reads the format from its prompt instead."""
+
+    def in_scaffold(self, scaffold: str, reply: str) -> Policy: ...
+
+
 class PolicyError(SandmleError):
     """A bad policy spec or a policy that cannot act (missing model, unreachable endpoint)."""

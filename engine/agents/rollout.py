@@ -18,7 +18,7 @@ from ..grading.grade import grade, oversize_report
 from ..grading.rewards import compute_reward
 from ..sandbox import RunMeta, SandboxBackend, get_backend
 from .env import MLEEnv
-from .policy import Policy
+from .policy import Policy, ScaffoldAware
 from .scaffolds import get_scaffold
 from .scaffolds.base import Transcript
 
@@ -63,7 +63,9 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     """Run one episode of ``policy`` on ``env`` through ``scaffold``; store it when ``store`` is given. Code runs
     in ``sandbox`` (default: the backend and limits of the settings, ``[sandbox]``); a step's wall time is
     ``step_timeout_s`` (default: the backend's limit)."""
-    scaffold_fn = get_scaffold(scaffold)
+    entry = get_scaffold(scaffold)
+    if isinstance(policy, ScaffoldAware):  # it writes its replies itself: it needs to know which format
+        policy = policy.in_scaffold(entry.name, entry.reply)
     traj_id = trajectory_id or new_trajectory_id()
     own_backend = sandbox is None
     if sandbox is None:
@@ -81,7 +83,7 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     interrupted: BaseException | None = None
     try:
         try:
-            transcript = scaffold_fn(menv, policy, max_turns=max_turns, rng_seed=rng_seed, transcript=transcript)
+            transcript = entry.run(menv, policy, max_turns=max_turns, rng_seed=rng_seed, transcript=transcript)
         except KeyboardInterrupt as exc:
             status, error, interrupted = "error", "interrupted", exc
         except Exception as exc:  # noqa: BLE001 - a failing policy/backend ends this episode, not the batch

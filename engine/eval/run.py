@@ -28,8 +28,6 @@ from .report import aggregate, left_out
 
 
 # ------------------------------------------------------------------ running
-#: default turn budget per scaffold (react: model calls; aide: tree nodes; oneshot: one script)
-DEFAULT_TURNS = {"react": 15, "aide": 5, "oneshot": 1}
 #: executor names of eval runs stored before every kind of work went through engine.executors
 LEGACY_KINDS = {"thread": "local"}
 
@@ -125,14 +123,14 @@ def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: 
     :mod:`engine.executors`). Stores each trajectory, one ``eval_results`` row per episode and an ``eval`` run.
     Code runs under ``sandbox`` (default: the settings' ``[sandbox]``; kept in the run's config for a resume);
     ``step_timeout_s`` defaults to its ``timeout_s``; ``skipped`` (from ``select``) goes into the report."""
-    get_scaffold(scaffold)
+    played = get_scaffold(scaffold)
     sandbox = sandbox or load_settings().sandbox
     if step_timeout_s is None:
         step_timeout_s = sandbox.timeout_s
     if not envs:
         raise SandmleError("no environment to evaluate on")
     seeds = [int(s) for s in rng_seeds]
-    turns = max_turns or DEFAULT_TURNS.get(scaffold, 15)
+    turns = max_turns or played.turns
     spec = policy if isinstance(policy, str) else None
     if spec is None and executor != "local":
         raise SandmleError(f"a policy object can only be evaluated with the local executor (its workers share it), "

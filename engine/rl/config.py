@@ -10,6 +10,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..agents.scaffolds import SCAFFOLDS
 from ..backends import EXECUTORS, SANDBOX_BACKENDS
 from ..errors import ConfigError
 from .recipe import defaults as model_defaults
@@ -143,8 +144,8 @@ class GRPOConfig(_Common):
                 raise ValueError(f"{name} must be >= 1 (got {getattr(self, name)})")
         if self.env_split not in ("train", "heldout", "all"):
             raise ValueError(f"env_split must be train, heldout or all (got {self.env_split!r})")
-        if self.scaffold not in ("react", "aide", "oneshot"):
-            raise ValueError(f"scaffold must be react, aide or oneshot (got {self.scaffold!r})")
+        if self.scaffold not in SCAFFOLDS:
+            raise ValueError(f"scaffold must be one of {', '.join(SCAFFOLDS)} (got {self.scaffold!r})")
         if self.reward not in ("milestone", "sparse"):
             raise ValueError(f"reward must be milestone or sparse (got {self.reward!r})")
         if self.sampler not in ("hf", "vllm", "vllm-colocated"):

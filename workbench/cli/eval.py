@@ -15,6 +15,7 @@ from engine.sandbox import get_backend
 from .common import (POSITIVE_S, Context, emit_json, executor_options, json_option, pass_ctx, progress, table, warn,
                      wide_option)
 from .sandbox_options import sandbox_options
+from .scaffold_options import scaffold_options
 
 #: short headers of the per-competition table (the Markdown table and the README spell them out)
 SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
@@ -23,8 +24,7 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 @click.group("eval", invoke_without_command=True)
 @click.option("--policy", "policy_spec", default="scripted", show_default=True,
               help="Policy spec: scripted[:skill=0.7], hf:PATH[,adapter=DIR], anthropic:MODEL, openai:MODEL.")
-@click.option("--scaffold", default="react", show_default=True, type=click.Choice(["react", "aide", "oneshot"]),
-              help="How the policy acts.")
+@scaffold_options
 @click.option("--envs", "selector",
               help="Env ids, split:NAME, seed:ID, all (synthetic only), real, mlebench:DIR[:lite], or a folder of "
                    "environments / MLE-bench competitions (comma-separated). Required unless a subcommand is given.")
@@ -32,8 +32,6 @@ SHORT = {"above median": ">median", "any medal": "medal", "HumanRank": "HR"}
 @click.option("--rng-seeds", "n_seeds", type=click.IntRange(min=1), default=1, show_default=True,
               help="Seeds per environment (0..K-1); the aggregate is mean ± SEM over them.")
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate on the first N selected environments only.")
-@click.option("--max-turns", type=click.IntRange(min=1),
-              help="Turn budget per episode. Default per scaffold (react 15, aide 5).")
 @click.option("--workers", type=click.IntRange(min=1),
               help="Episodes at once (default: [executor] workers of the settings).")
 @executor_options

@@ -5,27 +5,25 @@ from __future__ import annotations
 import click
 
 from engine.agents.policies import load_policy
+from engine.agents.scaffolds import get_scaffold
 from engine.agents.rollout import run_episode
 from engine.config import load_settings
 from engine.errors import SandmleError
 from engine.eval.mlebench import quota_problem
-from engine.eval.run import DEFAULT_TURNS
 from engine.eval.select import resolve_env
 from engine.grading.rewards import get_scheme
 from engine.sandbox import get_backend
 
 from .common import POSITIVE_S, Context, emit_json, json_option, pass_ctx
 from .sandbox_options import sandbox_options
+from .scaffold_options import scaffold_options
 
 
 @click.command()
 @click.option("--env", "env_ref", required=True, help="Stored environment id, environment folder or MLE-bench folder.")
 @click.option("--policy", "policy_spec", default="scripted", show_default=True,
               help="Policy spec: scripted[:skill=0.7], hf:PATH[,adapter=DIR], anthropic:MODEL, openai:MODEL.")
-@click.option("--scaffold", default="react", show_default=True, type=click.Choice(["react", "aide", "oneshot"]),
-              help="How the policy acts.")
-@click.option("--max-turns", type=click.IntRange(min=1),
-              help="Turn budget (react: model calls; aide: nodes). Default per scaffold.")
+@scaffold_options
 @click.option("--seed", "rng_seed", type=int, default=0, show_default=True, help="RNG seed of the episode.")
 @sandbox_options(timeout_alias="--step-timeout")
 @click.option("--episode-timeout", type=POSITIVE_S, default=1200, show_default=True, help="Seconds per episode.")
@@ -55,7 +53,7 @@ def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_tur
 
     with sandbox:
         traj = run_episode(env, policy, scaffold=scaffold, sandbox=sandbox, store=ctx.store, rng_seed=rng_seed,
-                           max_turns=max_turns or DEFAULT_TURNS[scaffold], episode_timeout_s=episode_timeout,
+                           max_turns=max_turns or get_scaffold(scaffold).turns, episode_timeout_s=episode_timeout,
                            reward=reward, on_turn=progress)
     if as_json:
         emit_json(traj.to_dict())

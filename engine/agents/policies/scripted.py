@@ -6,11 +6,15 @@ tool's observations. With probability ``skill`` it plans like an expert (the ref
 second candidate suited to the modality, both tried on the validation split, the better one kept); otherwise it
 commits to a random strategy — possibly a poor one — without checking. Same messages and seed, same reply.
 
-Formats: ``react`` (one ``<tool_call>`` per turn), ``aide`` (draft / debug / improve whole scripts), ``oneshot``.
+It writes every reply format a scaffold can ask for (:data:`engine.agents.scaffolds.REPLIES`): ``tool_calls`` (one
+``<tool_call>`` per turn, as in react), ``staged_scripts`` (a whole script for the draft / debug / improve stage the
+prompt names, as in aide) and ``script`` (one whole script, as in oneshot). Which one it learns from the scaffold
+it plays in (:meth:`ScriptedPolicy.in_scaffold`, called by every episode), never from the prompt's wording.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import random
@@ -55,6 +59,18 @@ class ScriptedPolicy:
                                   f"({', '.join(MODELS)}) or model/text/rich|plain/chars|nochars") from None
         self.skill, self.seed, self.strategy = skill, seed, strategy
         self.name = f"scripted:skill={skill:g}" + (f",strategy={strategy}" if strategy else "")
+        #: the reply format of the scaffold it plays in (set by :meth:`in_scaffold`)
+        self.reply: str | None = None
+
+    def in_scaffold(self, scaffold: str, reply: str) -> "ScriptedPolicy":
+        """This policy playing in ``scaffold``, whose replies are ``reply`` (a copy: one policy object may play in
+        several episodes at once)."""
+        if reply not in REPLY_WRITERS:
+            raise PolicyError(f"scripted policy: scaffold {scaffold!r} asks for {reply!r} replies; it writes "
+                              f"{', '.join(REPLY_WRITERS)}")
+        playing = copy.copy(self)
+        playing.reply = reply
+        return playing
 
     # ------------------------------------------------------------------ decisions
     def _rng(self, messages: list[Turn], rng_seed: int | None) -> random.Random:
@@ -71,15 +87,10 @@ class ScriptedPolicy:
 
     # ------------------------------------------------------------------ the policy interface
     def act(self, messages: list[Turn], *, rng_seed: int | None = None) -> Action:
-        system = messages[0].text if messages and messages[0].role == "system" else ""
-        rng = self._rng(messages, rng_seed)
-        if "<tool_call>" in system:
-            text = self._react(messages, rng)
-        elif "tree search" in system:
-            text = self._aide(messages, rng)
-        else:
-            text = self._oneshot(messages, rng)
-        return Action(text=text, usage={"calls": 1})
+        if self.reply is None:
+            raise PolicyError("scripted policy: no scaffold to play in (an episode says which: in_scaffold)")
+        write = getattr(self, REPLY_WRITERS[self.reply])
+        return Action(text=write(messages, self._rng(messages, rng_seed)), usage={"calls": 1})
 
     # ------------------------------------------------------------------ react
     def _react(self, messages: list[Turn], rng: random.Random) -> str:
@@ -179,6 +190,10 @@ class ScriptedPolicy:
     def _oneshot(self, messages: list[Turn], rng: random.Random) -> str:
         plan = self.plan(_modality_of(messages[-1].text), rng)
         return _script_reply(whole_script(plan[0], (".",)), f"One shot with {plan[0].key}.")
+
+
+#: reply format (:data:`engine.agents.scaffolds.REPLIES`) → the method that writes it
+REPLY_WRITERS = {"tool_calls": "_react", "staged_scripts": "_aide", "script": "_oneshot"}
 
 
 def _modality_of(prompt: str) -> str:
