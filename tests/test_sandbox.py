@@ -157,13 +157,22 @@ def test_one_backend_serves_concurrent_threads(backend, store):
 
 
 def test_doctor_lists_each_isolation_feature(run_cli):
+    from engine.sandbox.features import bwrap_works
+
     checks = {c["name"]: c for c in run_cli("doctor", "--json").json()}
-    for name in ("sandbox: namespaces", "sandbox: unprivileged uid", "sandbox: pids cgroup", "sandbox: memory cgroup",
-                 "sandbox: disk quota"):
+    for name in ("sandbox: namespaces", "sandbox: unprivileged uid", "sandbox: warm worker", "sandbox: limits",
+                 "sandbox: cgroups", "sandbox: disk quota", "sandbox: bwrap"):
         assert name in checks and isinstance(checks[name]["ok"], bool)
     ns = checks["sandbox: namespaces"]
-    assert ns["ok"] == detect().namespaces
+    assert ns["ok"] == (detect().namespaces or bwrap_works()) and not ns["optional"]
     assert ns["ok"] or ("NOT hidden" in ns["detail"] and ns["fix"])
+    assert checks["sandbox: warm worker"]["ok"] == detect().namespaces  # it really started one
+    limits = checks["sandbox: limits"]["detail"]
+    assert "processes: " in limits and "memory: " in limits and "cpu time: " in limits
+    if detect().cgroups["pids"]:
+        assert "pids.max" in limits and checks["sandbox: cgroups"]["ok"]
+    else:
+        assert checks["sandbox: cgroups"]["optional"] and "systemd-run --user --scope" in checks["sandbox: cgroups"]["fix"]
 
 
 @needs_ns

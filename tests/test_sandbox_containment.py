@@ -1,5 +1,6 @@
 """The containment suite, cold and warm: every case ends with its specific status, nothing escapes, and the
-host and the store stay healthy."""
+host and the store stay healthy. As root (CI) the jail runs as uid nobody; as an ordinary user (run by
+tests/test_sandbox_unprivileged.py as a user it makes) the same jail runs in user namespaces of its own."""
 
 from __future__ import annotations
 
@@ -55,9 +56,14 @@ def test_containment(world, mode, name):
         case = {c.name: c for c in suite}[name]
         result = ws.run_python(case.code, limits=limits, warm=(mode == "warm"))
         verify(case, result.to_dict(), ws, host, parent=ws.path.parent)
-        assert result.isolation["warm"] is (mode == "warm")
-        assert result.isolation["namespaces"] and result.isolation["cgroup_pids"]
-        assert result.isolation["mode"] == ("bwrap" if mode == "bwrap" else "jail")
+        iso = result.isolation
+        assert iso["warm"] is (mode == "warm")
+        assert iso["namespaces"] and iso["network_off"] and iso["private_root"]
+        assert iso["unprivileged_uid"] or (mode == "bwrap" and detect().root)  # bubblewrap keeps root's uid
+        assert "NOT enforced" not in iso["limits"]["processes"]  # a pids cgroup, or RLIMIT_NPROC where it counts
+        assert iso["cgroup_pids"] or not detect().cgroups["pids"]  # the cgroup wherever there is one
+        assert iso["user_namespace"] is (not detect().root)  # the jail's, or the one bubblewrap makes
+        assert iso["mode"] == ("bwrap" if mode == "bwrap" else "jail")
         # the host and the store stay healthy: the row is final and a next run works
         row = store.sandbox.get(result.run_id)
         assert row["status"] == case.status and row["isolation"]["namespaces"] is True

@@ -37,6 +37,9 @@ class BenchResult:
     #: headline figures (targets and whether they were met)
     summary: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: a second result file of the same benchmark beside the first: NAME-VARIANT.json (the sandbox bench of an
+    #: ordinary user writes its rows beside root's)
+    variant: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -88,7 +91,7 @@ def run_benchmark(name: str, store: Store, results_dir: Path | None = None, **op
     out_dir = Path(results_dir) if results_dir else Path(store.data_dir) / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
     result: BenchResult = module.run(store, results_dir=out_dir, **options)
-    path = out_dir / f"{name}.json"
+    path = out_dir / (f"{name}-{result.variant}.json" if result.variant else f"{name}.json")
     path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
     return result, path
 

@@ -81,6 +81,28 @@ class RunResult:
         return head_tail("\n".join(parts), max_chars)
 
 
+def isolation_label(iso: Isolation) -> str:
+    """One line for a run's isolation record (the bench table's column, the same record `sandbox run` prints)."""
+    if iso.get("mode") == "docker":
+        return "docker: container, network none" + (", own uid" if iso.get("unprivileged_uid") else "")
+    parts = ["namespaces" if iso.get("namespaces") else "NO namespaces"]
+    if iso.get("user_namespace"):
+        parts[0] += " in a user namespace"
+    run_as = str(iso.get("run_as", ""))
+    parts.append("uid nobody" if "nobody" in run_as else "own uid" if iso.get("unprivileged_uid") else "uid kept")
+    limits = iso.get("limits")
+    kinds = set()
+    for key in ("processes", "memory"):
+        how = str(limits.get(key, "")) if isinstance(limits, dict) else ""
+        kinds.add(" ".join(how.split()[:2]) if how.startswith("cgroup") else "rlimits")
+    label = " + ".join(sorted(kinds))
+    if iso.get("cgroup") and kinds == {"rlimits"}:
+        label += f" + cgroup {iso['cgroup']} (kill, CPU time)"
+    parts.append(label)
+    parts.append("warm" if iso.get("warm") else "cold")
+    return f"{iso.get('mode', '?')}: " + ", ".join(parts)
+
+
 def new_run_id() -> str:
     return f"sbx-{uuid.uuid4().hex[:12]}"
 

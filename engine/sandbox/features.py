@@ -23,15 +23,28 @@ SANDBOX_GID = 65534
 @dataclass(frozen=True)
 class Features:
     root: bool
-    namespaces: bool  #: net, pid, mount, ipc, uts namespaces + private root (our jail)
+    namespaces: bool  #: net, pid, mount, ipc, uts namespaces + private root (our jail), as root or in a user namespace
     namespaces_error: str
-    cgroups: dict  #: controller -> usable
+    cgroups: dict  #: controller (v1 name) -> usable
     disk_quota: bool  #: a size-limited tmpfs per workspace
     bwrap: str | None
+    cgroup_version: str | None = None  #: v1, v2 (delegated) or None
+
+    @property
+    def userns(self) -> bool:
+        """The jail runs in a user namespace of its own (we are not root)."""
+        return self.namespaces and not self.root
 
     @property
     def unprivileged_uid(self) -> bool:
-        return self.root and self.namespaces
+        """Runs hold no privilege: uid nobody (root's jail) or the user's own uid with no capabilities."""
+        return self.namespaces
+
+    @property
+    def run_as(self) -> str:
+        if self.root:
+            return f"uid {SANDBOX_UID} (nobody), no capabilities" if self.namespaces else "root (NOT dropped)"
+        return f"uid {os.geteuid()} (this user), no capabilities" + ("" if self.namespaces else " kept")
 
 
 def python_paths() -> list[str]:
@@ -51,14 +64,15 @@ def ro_binds() -> list[str]:
 
 
 def _probe_namespaces() -> tuple[bool, str]:
-    if os.geteuid() != 0:
-        return False, "not root (namespaces need root or bubblewrap)"
+    """Make the jail once (``/bin/true`` in it): as root directly, else in a user namespace of its own."""
+    root = os.geteuid() == 0
     with tempfile.TemporaryDirectory(prefix="sandmle-probe-") as tmp:
         ws = Path(tmp) / "work"
         ws.mkdir()
         (Path(tmp) / "root").mkdir()
-        spec = {"workspace": str(ws), "root_dir": f"{tmp}/root", "ro_binds": ro_binds(), "uid": SANDBOX_UID,
-                "gid": SANDBOX_GID, "rlimits": {}, "stdout": f"{tmp}/out", "stderr": f"{tmp}/err",
+        spec = {"workspace": str(ws), "root_dir": f"{tmp}/root", "ro_binds": ro_binds(),
+                "uid": SANDBOX_UID if root else None, "gid": SANDBOX_GID if root else None, "userns": not root,
+                "rlimits": {}, "stdout": f"{tmp}/out", "stderr": f"{tmp}/err",
                 "status": f"{tmp}/status", "env": {"PATH": "/usr/bin:/bin"}, "argv": ["/bin/true"]}
         os.chmod(ws, 0o777)
         try:
@@ -71,7 +85,8 @@ def _probe_namespaces() -> tuple[bool, str]:
         status = json.loads(Path(f"{tmp}/status").read_text() or "{}") if Path(f"{tmp}/status").exists() else {}
         if proc.returncode == 0 and status.get("exit_code") == 0:
             return True, ""
-        return False, (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
+        why = (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1][:200]
+        return False, why if root else f"no user namespaces for this user ({why})"
 
 
 def _probe_tmpfs() -> bool:
@@ -100,7 +115,7 @@ def bwrap_works() -> bool:
 @functools.lru_cache(maxsize=1)
 def detect() -> Features:
     ns, err = _probe_namespaces()
-    if not ns and os.geteuid() == 0:  # one more try before degrading (a busy machine can time out)
+    if not ns:  # one more try before degrading (a busy machine can time out)
         ns, err = _probe_namespaces()
     return Features(root=os.geteuid() == 0, namespaces=ns, namespaces_error=err, cgroups=cgroups.available(),
-                    disk_quota=_probe_tmpfs(), bwrap=shutil.which("bwrap"))
+                    disk_quota=_probe_tmpfs(), bwrap=shutil.which("bwrap"), cgroup_version=cgroups.version())

@@ -13,13 +13,17 @@ the pid namespace (daemons and double forks included). The payload sees: no netw
 with only a down loopback), a read-only root holding only the system dirs and the interpreter, its workspace
 writable, a private /tmp, a fresh /proc, no host pid, no store, no data dir, no environment's private/ files.
 
-Where namespaces cannot be made (not root), ``enter`` degrades to rlimits + a new session and the caller records
-the missing features as warnings.
+Without root the same jail runs in a user namespace of its own (``spec["userns"]``): the launcher (cold) or each
+clone of the warm worker makes a fresh user namespace that maps only the user's own uid and gid, which gives it the
+right to make the other namespaces and mounts; the payload then keeps the user's uid with every capability dropped
+(bounding, ambient, permitted) and ``no_new_privs``. Where no namespaces can be made at all, ``enter`` degrades to
+rlimits + a new session and the caller records the missing features as warnings.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import platform
@@ -31,6 +35,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 
@@ -45,12 +50,18 @@ MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
 
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine(), 155)
 _SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(platform.machine(), 56)
 _libc = ctypes.CDLL(None, use_errno=True)
 _pylibc = ctypes.PyDLL(None, use_errno=True)  # keeps the GIL held across clone()
-NS_FLAGS = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+#: the namespaces of a run; the cgroup namespace comes last, once the run has joined its cgroups (a cgroup v2 move
+#: out of a cgroup namespace's root is refused)
+NS_FLAGS = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
 
 #: device nodes bound into the jail's /dev
@@ -75,6 +86,40 @@ def mount(src: str | None, target: str, fstype: str | None, flags: int, data: st
 
 def unshare(flags: int) -> None:
     _check(_libc.unshare(flags), "unshare")
+
+
+def map_own_ids(uid: int, gid: int) -> None:
+    """In a user namespace just made: map only our own uid and gid (what an unprivileged user may map)."""
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+
+
+def enter_userns() -> None:
+    """A user namespace of our own (unprivileged users: it grants the rights to make the run's other namespaces)."""
+    uid, gid = os.geteuid(), os.getegid()
+    unshare(CLONE_NEWUSER)
+    map_own_ids(uid, gid)
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities() -> None:
+    """Every capability gone: the bounding and ambient sets, then effective, permitted and inheritable. A payload
+    in a user namespace of its own keeps its uid, so nothing but this takes away the rights that namespace gave."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the last capability this kernel knows
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    _check(_libc.capset(ctypes.byref(header), data), "capset")
 
 
 def _bind(root: str, src: str, *, writable: bool = False, dest: str | None = None) -> None:
@@ -123,6 +168,18 @@ def _root_common(spec: dict) -> None:
         os.symlink(target, f"{root}/dev/{name}")
 
 
+def _seal_chain(root: str, workspace: str) -> None:
+    """The folders leading to a workspace under the private /tmp or /dev/shm made read-only (a bind of the top one
+    onto itself, remounted read-only; the workspace below stays writable). Elsewhere they are in the read-only
+    root already. Without root the run owns these folders (chmod would not stop it): a mount flag does."""
+    for tmp in ("/tmp/", "/dev/shm/"):
+        if workspace.startswith(tmp):
+            top = tmp + workspace[len(tmp):].split("/")[0]
+            if top != workspace:
+                mount(root + top, root + top, None, MS_BIND | MS_REC)
+                mount(None, root + top, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
 def _root_finish(spec: dict) -> None:
     """The run's own part: sized /tmp and /dev/shm, its workspace, then pivot_root and a read-only root."""
     root = spec["root_dir"]
@@ -136,6 +193,7 @@ def _root_finish(spec: dict) -> None:
         if src.startswith(("/tmp/", "/dev/shm/")):
             _bind(root, src)
     _bind(root, spec["workspace"], writable=True)  # after /tmp: a workspace may live under /tmp
+    _seal_chain(root, spec["workspace"])
     os.makedirs(root + "/.old", exist_ok=True)
     _check(_libc.syscall(_SYS_PIVOT_ROOT, root.encode(), (root + "/.old").encode()), "pivot_root")
     os.chdir("/")
@@ -178,7 +236,9 @@ def _drop_privileges(spec: dict) -> None:
     if os.geteuid() == 0 and uid is not None and gid is not None:
         os.setgroups([])
         os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # root -> nobody: the kernel clears every capability
+    elif spec.get("userns"):
+        drop_capabilities()
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
@@ -246,6 +306,8 @@ def enter(spec: dict) -> dict:
     status_fd = os.open(spec["status"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     _redirect(spec)
     if spec.get("namespaces", True):
+        if spec.get("userns"):
+            enter_userns()
         # only the pid namespace here: the caller must keep the host's mounts (pivot_root in a mount namespace
         # it shared would swap its /proc too); the init makes the other namespaces for itself
         unshare(CLONE_NEWPID)
@@ -264,7 +326,7 @@ def enter(spec: dict) -> dict:
             os._exit(os.waitstatus_to_exitcode(wstatus) & 0xFF)
         # the init
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        unshare(NS_FLAGS & ~CLONE_NEWPID)
+        unshare((NS_FLAGS & ~CLONE_NEWPID) | CLONE_NEWCGROUP)
         _build_root(spec)
         _close_fds({status_fd})
         _init(spec, status_fd)  # returns in the payload only
@@ -286,14 +348,18 @@ def enter(spec: dict) -> dict:
     return active
 
 
-def clone_into_namespaces() -> int:
+def clone_into_namespaces(*, userns: bool = False) -> int:
     """fork() straight into new namespaces (one copy of a big warm process instead of two): returns 0 in the
-    child, which is pid 1 of its own pid namespace, and the child's pid in the parent."""
+    child, which is pid 1 of its own pid namespace, and the child's pid in the parent. ``userns``: in a user
+    namespace of its own too (no root), which maps only our uid and gid."""
+    uid, gid = os.geteuid(), os.getegid()  # read before: in the new namespace they are unmapped until written
     api = ctypes.pythonapi
     api.PyOS_BeforeFork()
-    pid = _pylibc.syscall(_SYS_CLONE, NS_FLAGS | signal.SIGCHLD, 0, 0, 0, 0)
+    pid = _pylibc.syscall(_SYS_CLONE, NS_FLAGS | (CLONE_NEWUSER if userns else 0) | signal.SIGCHLD, 0, 0, 0, 0)
     if pid == 0:
         api.PyOS_AfterFork_Child()
+        if userns:
+            map_own_ids(uid, gid)
         return 0
     api.PyOS_AfterFork_Parent()
     if pid < 0:
@@ -317,6 +383,7 @@ def enter_cloned(spec: dict, *, prepared: bool = False) -> dict:
     for procs in spec.get("cgroup_procs", []):
         with open(procs, "w") as f:
             f.write("0")
+    unshare(CLONE_NEWCGROUP)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     _redirect(spec)
     if prepared:

@@ -1,6 +1,8 @@
 """The ``local`` backend: every run confined by :mod:`engine.sandbox.jail` (namespaces, private read-only root,
-uid nobody, rlimits) inside its own cgroups (pids, memory, CPU), watched from outside for wall time, CPU time,
-output, process, memory and disk limits, and recorded in the store with the isolation features it had.
+uid nobody as root — the user's own uid with no capabilities in a user namespace of its own otherwise — rlimits)
+inside its own cgroups where there are any (v1, or a delegated v2 cgroup: pids, memory, CPU), watched from outside
+for wall time, CPU time, output, process, memory and disk limits, and recorded in the store with the isolation
+features it had.
 
 Python snippets go to a warm worker (pandas/sklearn already imported, one fresh fork per run) when enabled;
 anything else, or a warm worker that cannot start, runs cold (the jail launcher, then ``exec``).
@@ -25,16 +27,23 @@ from store import Store, process
 
 from ..config import SandboxSettings
 from ..errors import SandboxError
+from . import cgroups
 from . import features as _features
 from .base import (
     HostFolderFiles, Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish,
     record_start,
 )
 from .cgroups import RunCgroup
+from .pidns import RunTasks
 from .process import RunHandle, run_env, venv_python
 from .text import head_tail
 from .verdict import classify
 from .warm import WarmError, WarmWorker
+
+
+#: run inside bubblewrap before the command: RLIMIT_NPROC, counted in bubblewrap's user namespace
+SET_NPROC = ("import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); "
+             "os.execvp(sys.argv[2], sys.argv[2:])")
 
 
 class LocalWorkspace(HostFolderFiles, Workspace):
@@ -124,8 +133,9 @@ class LocalBackend(SandboxBackend):
     def __init__(self, *, store: Store | None = None, settings: SandboxSettings | None = None,
                  root: str | Path | None = None, limits: Limits | None = None, warm: bool | None = None,
                  isolation: str = "auto"):
-        """``isolation``: ``auto`` (the jail where namespaces can be made, else bubblewrap, else rlimits only),
-        ``jail``, ``bwrap`` (cold runs under bubblewrap: what a non-root user gets) or ``none`` (rlimits only)."""
+        """``isolation``: ``auto`` (the jail where namespaces can be made — as root, or in a user namespace of
+        its own — else bubblewrap, else rlimits only), ``jail``, ``bwrap`` (cold runs under bubblewrap, where
+        user namespaces are only open to it) or ``none`` (rlimits only)."""
         settings = settings or SandboxSettings()
         self.store = store
         self.default_limits = limits or Limits.from_settings(settings)
@@ -142,8 +152,12 @@ class LocalBackend(SandboxBackend):
             raise SandboxError("bubblewrap is missing or cannot make namespaces here",
                                hint="apt-get install -y bubblewrap")
         self.mode = isolation
-        self.isolated = isolation == "jail"  # our own jail: namespaces + private root + uid nobody (root only)
+        self.isolated = isolation == "jail"  # our own jail: namespaces + private root
+        self.userns = self.isolated and not self.features.root  # ... in a user namespace of its own (no root)
+        self.as_nobody = self.isolated and self.features.root  # ... and runs as uid nobody (root)
         self.use_cgroups = isolation != "none"
+        if self.use_cgroups and self.features.cgroup_version == "v2":
+            cgroups.prepare_v2()  # before any child starts: this process moves into its leaf
         base = Path(root) if root else (store.data_dir if store is not None else Path(tempfile.gettempdir()) / "sandmle")
         self.log_dir = base / "sandbox-logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +174,7 @@ class LocalBackend(SandboxBackend):
         holder = Path(tempfile.mkdtemp(prefix="ws-", dir=self.work_root))
         owner_file(holder).write_text(process.tag())  # first: a kill from here on leaves a workspace to sweep
         quota = False
-        if self.isolated and self.features.disk_quota:
+        if self.as_nobody and self.features.disk_quota:
             size = f"size={int(self.default_limits.max_disk_mb)}m"
             quota = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{size},mode=0755,nosuid,nodev", "sandmle-ws", str(holder)],
                                    capture_output=True).returncode == 0
@@ -184,7 +198,7 @@ class LocalBackend(SandboxBackend):
 
     def _give(self, path: Path, upto: Path | None = None) -> None:
         """Make ``path`` (recursively) owned by the sandbox uid, so runs can change what the host wrote."""
-        if not self.isolated:
+        if not self.as_nobody:
             return
         uid, gid = _features.SANDBOX_UID, _features.SANDBOX_GID
         targets = [path]
@@ -207,29 +221,36 @@ class LocalBackend(SandboxBackend):
                 self._warm_worker = None
 
     # ------------------------------------------------------------------ isolation record
+    def run_as(self) -> str:
+        f = self.features
+        if self.as_nobody:
+            return f"uid {_features.SANDBOX_UID} (nobody), no capabilities"
+        if self.userns:
+            return f"uid {os.geteuid()} (this user), no capabilities, in a user namespace of its own"
+        if self.mode == "bwrap":
+            return "root, capabilities dropped (bubblewrap)" if f.root else f"uid {os.geteuid()}, no capabilities (bubblewrap)"
+        return f"uid {os.geteuid()}" + (" (root: NOT dropped)" if f.root else " (this user)")
+
     def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool) -> tuple[Isolation, list[str]]:
         f = self.features
         ns = self.mode in ("jail", "bwrap")
+        in_userns = self.userns or (self.mode == "bwrap" and not f.root)
+        limits = cgroups.limits_in_force(cg, root=f.root and not self.as_nobody, userns=in_userns)
+        limits["disk"] = "tmpfs quota" if quota else "polled (du)"
         iso: Isolation = {
-            "mode": self.mode, "namespaces": ns, "network_off": ns, "private_root": ns,
-            "unprivileged_uid": (self.isolated and f.root) or (self.mode == "bwrap" and not f.root),
-            "rlimits": True, "disk_quota": quota, "warm": warm,
+            "mode": self.mode, "namespaces": ns, "network_off": ns, "private_root": ns, "user_namespace": in_userns,
+            "unprivileged_uid": self.as_nobody or (ns and not f.root), "run_as": self.run_as(),
+            "rlimits": True, "disk_quota": quota, "warm": warm, "cgroup": cg.version if cg is not None else None,
+            **(cg.features() if cg is not None else
+               {"cgroup_pids": False, "cgroup_memory": False, "cgroup_cpuacct": False}),
+            "limits": dict(limits),
         }
-        if cg is not None:
-            iso.update(cg.features())
-        else:
-            iso.update({"cgroup_pids": False, "cgroup_memory": False, "cgroup_cpuacct": False})
         warnings = []
         if not ns:
             warnings.append("no namespaces: network, the store, the data dir and private/ files are NOT hidden "
-                            f"({f.namespaces_error or 'isolation disabled'})")
-        if not iso["cgroup_pids"]:
-            warnings.append("no pids cgroup: the process limit relies on RLIMIT_NPROC (ignored for root)"
-                            + ("" if ns else "; a setsid daemon may outlive its run"))
-        if not iso["cgroup_memory"]:
-            warnings.append("no memory cgroup: the memory limit relies on RLIMIT_AS")
-        if not quota:
-            warnings.append("no disk quota: workspace disk use is polled")
+                            f"({f.namespaces_error or 'isolation disabled'}); a setsid daemon may outlive its run")
+        if "NOT enforced" in limits["processes"]:
+            warnings.append("no pids cgroup and the run keeps root: the process limit is NOT enforced")
         return iso, warnings
 
     # ------------------------------------------------------------------ warm worker
@@ -241,11 +262,11 @@ class LocalBackend(SandboxBackend):
             if self._warm_error is not None:
                 return None
             if not self.isolated:
-                self._warm_error = ("the warm worker needs the jail (root); " + (
+                self._warm_error = ("the warm worker needs the jail (root, or user namespaces for this user); " + (
                     "runs use bubblewrap, cold" if self.mode == "bwrap" else "see `sandmle doctor`"))
                 return None
             try:
-                self._warm_worker = WarmWorker(self.warm_imports, env=run_env(Path("/")))
+                self._warm_worker = WarmWorker(self.warm_imports, env=run_env(Path("/")), userns=self.userns)
             except WarmError as exc:
                 self._warm_error = str(exc)
                 return None
@@ -253,14 +274,17 @@ class LocalBackend(SandboxBackend):
 
     # ------------------------------------------------------------------ running
     def _spec(self, ws: LocalWorkspace, run_id: str, limits: Limits, cg: RunCgroup | None, argv: list[str],
-              base_vm_mb: int = 0) -> dict[str, Any]:
-        has_pids = cg is not None and "pids" in cg.dirs
+              base_vm_mb: int = 0, nproc_extra: int = 0) -> dict[str, Any]:
+        """What the jail needs to confine one run. ``nproc_extra``: processes of the jail itself that count
+        against RLIMIT_NPROC in the run's user namespace (the cold launcher, outside the run's pid namespace)."""
+        has_pids = cg is not None and cg.has("pids")
         rl = {"CPU": int(max(1, limits.cpu_s)), "FSIZE": int(limits.max_file_mb) * 1024 * 1024, "CORE": 0,
               "AS": (int(limits.memory_mb) + base_vm_mb) * 1024 * 1024, "NOFILE": 4096,
-              "NPROC": None if has_pids else int(limits.max_procs)}
+              "NPROC": None if has_pids else int(limits.max_procs) + nproc_extra}
         return {
             "workspace": str(ws.path), "root_dir": str(ws.holder / ".root"), "ro_binds": _features.ro_binds(),
-            "uid": _features.SANDBOX_UID if self.isolated else None, "gid": _features.SANDBOX_GID,
+            "uid": _features.SANDBOX_UID if self.as_nobody else None,
+            "gid": _features.SANDBOX_GID if self.as_nobody else None, "userns": self.userns,
             "rlimits": rl, "cgroup_procs": cg.procs_files if cg else [],
             # stdout streams into the run's log file itself (so a live tail shows it); stderr beside it, and the
             # final log (command, stdout, stderr, the sandbox's verdict) replaces the file when the run ends
@@ -323,7 +347,7 @@ class LocalBackend(SandboxBackend):
                 warnings.append(f"warm worker unavailable ({self._warm_error}); ran cold")
         cg = None
         if self.use_cgroups:
-            cg = RunCgroup.create(run_id, max_procs=limits.max_procs, memory_mb=limits.memory_mb)
+            cg = cgroups.create(run_id, max_procs=limits.max_procs, memory_mb=limits.memory_mb)
         iso, iso_warnings = self.isolation_record(cg, warm=worker is not None, quota=ws.quota)
         warnings = iso_warnings + warnings
         record_start(self.store, run_id=run_id, backend="local", argv=argv, limits=limits, isolation=iso,
@@ -349,21 +373,12 @@ class LocalBackend(SandboxBackend):
             p.write_bytes(b"")
         disk_was_full = _disk_full(ws, limits.max_disk_mb * 1024 * 1024)  # left full by an earlier step
         start = time.monotonic()
-        handle = None
-        if worker is not None:
-            try:
-                handle = worker.start(run_id, spec, script, mounted_at=ws.mounted_at)
-            except Exception as exc:  # the worker died: run cold, say so
-                warnings.append(f"warm worker failed ({exc}); ran cold")
-                handle = None
-        if handle is None:
-            if self.mode == "bwrap":
-                spec["argv"] = self._bwrap_argv(ws, argv, limits)
-            handle = self._launch_cold(spec)
+        handle, tasks = self._start(ws, run_id, spec, argv, limits, cg, worker, script, warnings)
         cap = limits.max_output_kb * 1024
         disk_cap = limits.max_disk_mb * 1024 * 1024
         try:
-            status, reason = self._watch(ws, handle, cg, limits, start, cap, out_path, err_path, disk_was_full)
+            status, reason = self._watch(ws, handle, cg, tasks, limits, start, cap, out_path, err_path,
+                                         disk_was_full)
         except BaseException:  # Ctrl-C or an error here: the run must not outlive us
             try:
                 os.killpg(handle.pid, signal.SIGKILL)
@@ -418,8 +433,51 @@ class LocalBackend(SandboxBackend):
                          stderr_tail=head_tail(stderr, limits.tail_chars), log_path=str(log_path),
                          warnings=list(warnings))
 
-    def _watch(self, ws: LocalWorkspace, handle: RunHandle, cg: RunCgroup | None, limits: Limits, start: float,
-               cap: int, out_path: Path, err_path: Path, disk_was_full: bool) -> tuple[str | None, str | None]:
+    def _start(self, ws: LocalWorkspace, run_id: str, spec: dict[str, Any], argv: list[str], limits: Limits,
+               cg: RunCgroup | None, worker, script: str | None,
+               warnings: list[str]) -> tuple[RunHandle, RunTasks | None]:
+        """Start the run on the warm worker, else cold; with what counts its tasks where no pids cgroup does."""
+        handle = None
+        if worker is not None:
+            try:
+                handle = worker.start(run_id, spec, script, mounted_at=ws.mounted_at)
+            except Exception as exc:  # the worker died: run cold, say so
+                warnings.append(f"warm worker failed ({exc}); ran cold")
+                handle = None
+        cold = handle is None
+        jail_tasks = self._jail_tasks(cold)
+        if handle is None:
+            nproc = spec["rlimits"].get("NPROC")
+            if nproc is not None:
+                # the jail's own processes in the run's user namespace count too: the payload and its children
+                # get max_procs tasks, as on the warm worker
+                spec["rlimits"]["NPROC"] = nproc = nproc + jail_tasks[0]
+            if self.mode == "bwrap":
+                inner = argv
+                if nproc is not None and not self.features.root:
+                    # set inside: outside, it would count every process of this user and stop bubblewrap itself
+                    spec["rlimits"]["NPROC"] = None
+                    inner = [venv_python(), "-S", "-E", "-c", SET_NPROC, str(nproc), *argv]
+                spec["argv"] = self._bwrap_argv(ws, inner, limits)
+            handle = self._launch_cold(spec)
+        if cg is not None and cg.has("pids") or self.mode == "none":
+            return handle, None
+        kind = "warm" if not cold else ("bwrap" if self.mode == "bwrap" else "cold")
+        return handle, RunTasks(handle.pid, kind=kind, extra=jail_tasks[1])
+
+    def _jail_tasks(self, cold: bool) -> tuple[int, int]:
+        """The jail's own tasks: (those counted by RLIMIT_NPROC in the run's user namespace, those inside the
+        run's pid namespace). Cold jail: the launcher and the init (pid 1 inside); bubblewrap: its init; warm:
+        none (the run is pid 1 itself). As root the jail's processes stay root, which RLIMIT_NPROC leaves out."""
+        if not cold:
+            return 0, 0
+        if self.mode == "bwrap":
+            return (0 if self.features.root else 1), 1
+        return (2 if self.userns else 0), 1
+
+    def _watch(self, ws: LocalWorkspace, handle: RunHandle, cg: RunCgroup | None, tasks: RunTasks | None,
+               limits: Limits, start: float, cap: int, out_path: Path, err_path: Path,
+               disk_was_full: bool) -> tuple[str | None, str | None]:
         """Wait for the run's end, or stop it on the first limit it crosses: (status, reason) or (None, None)."""
         deadline = start + limits.timeout_s
         disk_cap = limits.max_disk_mb * 1024 * 1024
@@ -444,10 +502,28 @@ class LocalBackend(SandboxBackend):
                     cpu = cg.cpu_s()
                     if cpu is not None and cpu > limits.cpu_s:
                         return "timeout", f"CPU time over {limits.cpu_s:g}s"
+            if tasks is not None and checks % 4 == 0 and tasks.count() >= limits.max_procs:
+                return "killed", f"process limit ({limits.max_procs}) reached"
             if checks % 5 == 0 and not disk_was_full and _disk_full(ws, disk_cap):
                 return "killed", f"disk limit ({limits.max_disk_mb} MB) reached"
             interval = min(interval * 1.5, 0.05)
         return None, None
+
+
+def probe_warm() -> tuple[bool, str]:
+    """Whether the warm worker starts here and runs a step warm: (True, how) or (False, why not). A worker
+    with no heavy imports, in a throwaway folder: what ``sandmle doctor`` reports."""
+    with tempfile.TemporaryDirectory(prefix="sandmle-doctor-") as tmp:
+        settings = SandboxSettings(warm_imports=[], warm=True)
+        try:
+            with LocalBackend(settings=settings, root=tmp) as backend, backend.open() as ws:
+                result = ws.run_python("pass", warm=True, limits=Limits(timeout_s=30))
+                why = backend._warm_error
+        except SandboxError as exc:
+            return False, str(exc)
+    if result.isolation.get("warm") and result.ok:
+        return True, result.isolation.get("run_as", "")  # type: ignore[return-value]
+    return False, why or f"a warm step ended {result.status}: {result.stderr_tail.strip()[-200:]}"
 
 
 def _disk_full(ws: LocalWorkspace, disk_cap: int) -> bool:

@@ -1,5 +1,6 @@
 """The warm worker's client: one pre-started server (:mod:`engine.sandbox.zygote`) with numpy/pandas/sklearn
-imported; each Python run is a fresh fork of it, confined by the jail before user code runs."""
+imported, in namespaces of its own (no network; a user namespace of its own without root); each Python run is a
+fresh clone of it into fresh namespaces, confined by the jail before user code runs."""
 
 from __future__ import annotations
 
@@ -35,11 +36,14 @@ class _Slot:
 
 
 class WarmWorker:
-    def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0):
+    def __init__(self, imports: Sequence[str], *, env: dict[str, str], start_timeout_s: float = 120.0,
+                 userns: bool = False):
+        """``userns``: not root — the worker and each run's clone make user namespaces of their own."""
         self.imports = list(imports)
+        self.userns = userns
         # the common part of every run's private root, which the worker's spare builds ahead of time
         self._root_dir = tempfile.mkdtemp(prefix="sandmle-warm-")
-        common = {"root_dir": self._root_dir, "ro_binds": ro_binds()}
+        common = {"root_dir": self._root_dir, "ro_binds": ro_binds(), "userns": userns}
         # the interpreter by the path the jail mounts (not a symlinked venv's)
         self.proc = subprocess.Popen([venv_python(), "-s", str(ZYGOTE), ",".join(self.imports), json.dumps(common)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

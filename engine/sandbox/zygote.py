@@ -1,7 +1,10 @@
 """The warm worker's server (run as a script by :mod:`engine.sandbox.warm`): imports the heavy modules once,
-then for each request forks a child that confines itself with :func:`jail.enter` before any user code runs.
+then for each request forks a child that confines itself with :func:`jail.enter_cloned` before any user code runs.
 
-It never runs user code itself. Protocol: JSON lines on stdin (requests) and stdout (events):
+It never runs user code itself, and it lives in namespaces of its own from its first line, before any import: a
+network namespace (no interface up: nothing it imports can reach a network), IPC and UTS — inside a user namespace
+of its own where the user is not root. Each run is a clone of it into fresh namespaces (a fresh user namespace too,
+without root), so no run sees another run's workspace or processes. Protocol: JSON lines on stdin (requests) and stdout (events):
 ``{"run_id", "spec", "script"}`` → ``{"event": "started", "run_id", "pid"}`` … ``{"event": "exit", "run_id", "code"}``.
 """
 
@@ -138,7 +141,7 @@ class Spares:
         r, w = os.pipe()
         self.made_at = time.time()
         try:
-            pid = jail.clone_into_namespaces()
+            pid = jail.clone_into_namespaces(userns=bool(self.common.get("userns")))
         except OSError:
             os.close(r)
             os.close(w)
@@ -176,8 +179,18 @@ class Spares:
             self.spare = None
 
 
+def _own_namespaces(userns: bool) -> None:
+    """The worker's own sandbox, made before it imports anything (it is still one thread)."""
+    if userns:
+        jail.enter_userns()
+    jail.unshare(jail.CLONE_NEWNET | jail.CLONE_NEWIPC | jail.CLONE_NEWUTS)
+
+
 def main() -> None:
     os.chdir("/")
+    common = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    userns = bool(common and common.get("userns"))
+    _own_namespaces(userns)
     errors = []
     for name in filter(None, sys.argv[1].split(",") if len(sys.argv) > 1 else []):
         try:
@@ -196,7 +209,6 @@ def main() -> None:
     sel.register(0, selectors.EVENT_READ, "req")
     sel.register(rfd, selectors.EVENT_READ, "chld")
     children: dict[int, dict] = {}
-    common = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
     spares = Spares(common)
     spares.make()
     _emit({"event": "ready", "base_vm_mb": vm_kb // 1024 + 1, "errors": errors, "pid": os.getpid(),
@@ -226,7 +238,7 @@ def main() -> None:
                     if spare is not None:
                         pid = spare
                     else:
-                        pid = jail.clone_into_namespaces()
+                        pid = jail.clone_into_namespaces(userns=userns)
                         if pid == 0:
                             _child(request)
                     children[pid] = request

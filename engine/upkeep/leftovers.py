@@ -15,7 +15,7 @@ from store import Store, process
 from store.envs import EnvironmentRow
 
 from ..envs.layout import BUILD_PREFIX, envs_root
-from ..sandbox.cgroups import RunCgroup, run_cgroup_names
+from ..sandbox.cgroups import existing, run_cgroup_names
 from ..sandbox.local import remove_workspace, stale_workspaces
 
 
@@ -99,7 +99,9 @@ def _cgroups(store: Store) -> list[Finding]:
 
 
 def _remove_cgroup(name: str) -> str:
-    RunCgroup.existing(name).remove()
+    group = existing(name)
+    if group is not None:
+        group.remove()
     return "killed what was left in it and removed it"
 
 

@@ -13,7 +13,7 @@ import click
 
 from engine.config import config_path, load_settings
 from engine.errors import ConfigError
-from engine.sandbox import features
+from engine.sandbox import cgroups, features, local
 from engine.upkeep import Finding, deep_check
 from store import Store
 from store.migrations import LATEST
@@ -88,36 +88,61 @@ def _anthropic_key() -> Check:
                  None if ok else "export ANTHROPIC_API_KEY=... (only for --backend anthropic)", optional=True)
 
 
+GET_NAMESPACES = ("enable unprivileged user namespaces (sysctl user.max_user_namespaces=15000; on Ubuntu 24.04 "
+                  "also kernel.apparmor_restrict_unprivileged_userns=0) or install bubblewrap "
+                  "(apt-get install -y bubblewrap)")
+GET_CGROUPS = ("run sandmle in a delegated cgroup v2 scope: systemd-run --user --scope -p Delegate=yes sandmle ... "
+               "(memory.max and pids.max per run); root gets cgroups as it is")
+
+
 def _isolation_checks() -> list[Check]:
-    """One doctor line per isolation feature of the local sandbox: active or missing, with the fix."""
+    """What the local sandbox puts in force for this user, one line each; FAIL only for what is not enforced."""
     f = features.detect()
-    fix_root = "run sandmle as root (as in CI) so the local sandbox can create namespaces and cgroups"
-    checks = [
-        Check("sandbox: namespaces", f.namespaces,
-              "net, pid, mount, ipc, uts; private read-only root (only system dirs + interpreter + workspace)"
-              if f.namespaces else f"missing: {f.namespaces_error} — network, store and private/ files NOT hidden",
-              None if f.namespaces else fix_root),
-        Check("sandbox: unprivileged uid", f.unprivileged_uid,
-              f"runs as uid {features.SANDBOX_UID}, no capabilities" if f.unprivileged_uid else "missing", None if f.unprivileged_uid else fix_root),
-        Check("sandbox: pids cgroup", f.cgroups.get("pids", False),
-              "process limit + kill of every process of a run" if f.cgroups.get("pids") else
-              "missing — process limit falls back to RLIMIT_NPROC (ignored for root)",
-              None if f.cgroups.get("pids") else "mount the cgroup v1 pids controller writable"),
-        Check("sandbox: memory cgroup", f.cgroups.get("memory", False),
-              "memory limit per run" if f.cgroups.get("memory") else "missing — falls back to RLIMIT_AS",
-              None if f.cgroups.get("memory") else "mount the cgroup v1 memory controller writable", optional=True),
-        Check("sandbox: cpu accounting", f.cgroups.get("cpuacct", False),
-              "CPU time of the whole run" if f.cgroups.get("cpuacct") else "missing — falls back to RLIMIT_CPU",
-              None, optional=True),
-        Check("sandbox: disk quota", f.disk_quota,
-              "size-limited tmpfs per workspace" if f.disk_quota else "missing — disk use is polled instead",
-              None if f.disk_quota else fix_root, optional=True),
-        Check("sandbox: bwrap", bool(f.bwrap) and features.bwrap_works(),
-              (f"{f.bwrap}: " + ("works" if features.bwrap_works() else "cannot make namespaces here")
-               + ("; used for cold runs (no jail without root)" if not f.namespaces else "; not needed as root"))
-              if f.bwrap else "not found" + ("" if not f.namespaces else " (not needed as root)"),
-              None if f.bwrap else "apt-get install -y bubblewrap", optional=f.namespaces),
-    ]
+    bwrap = bool(f.bwrap) and features.bwrap_works()
+    if f.namespaces:
+        ns = Check("sandbox: namespaces", True, "net, pid, mount, ipc, uts; private read-only root (only system dirs "
+                   "+ interpreter + workspace)" + (" — in user namespaces of its own, no root needed" if f.userns
+                                                   else ""))
+    elif bwrap:
+        ns = Check("sandbox: namespaces", True, f"through bubblewrap, cold runs only (the jail cannot be made: "
+                   f"{f.namespaces_error})", GET_NAMESPACES)
+    else:
+        ns = Check("sandbox: namespaces", False, f"missing: {f.namespaces_error} — network, store and private/ "
+                   "files NOT hidden", GET_NAMESPACES)
+    run_as = f.run_as if f.namespaces else ("root, capabilities dropped (bubblewrap)" if f.root and bwrap else
+                                            f"uid {os.geteuid()}, no capabilities (bubblewrap)" if bwrap else f.run_as)
+    dropped = f.namespaces or (bwrap and not f.root)
+    checks = [ns, Check("sandbox: unprivileged uid", dropped or (bwrap and f.root), run_as,
+                        None if dropped or bwrap else GET_NAMESPACES)]
+    if f.namespaces:
+        warm, how = local.probe_warm()
+        checks.append(Check("sandbox: warm worker", warm,
+                            "starts: numpy/pandas/sklearn imported once, each step a fresh clone into fresh "
+                            "namespaces" if warm else f"does not start ({how}); runs go cold", None, optional=True))
+    else:
+        checks.append(Check("sandbox: warm worker", False, "needs the jail (see namespaces); runs go cold",
+                            GET_NAMESPACES, optional=True))
+    limits = cgroups.limits_here(root=f.root and not f.namespaces, userns=f.userns)
+    limits["disk"] = "tmpfs quota per workspace" if f.disk_quota else "polled (du)"
+    enforced = "NOT enforced" not in limits["processes"]
+    checks.append(Check("sandbox: limits", enforced, "; ".join(f"{k.replace('_', ' ')}: {v}" for k, v in
+                                                              limits.items()),
+                        None if enforced else "mount the cgroup v1 pids controller writable, or use the jail"))
+    have = [c for c in ("pids", "memory", "cpuacct") if f.cgroups.get(c)]
+    full = f.cgroups.get("pids") and f.cgroups.get("memory")
+    checks.append(Check("sandbox: cgroups", bool(full),
+                        f"cgroup {f.cgroup_version}: {', '.join(have) or 'no controller'} per run"
+                        + ("" if full else "; the other limits are rlimits (per process)") if f.cgroup_version else
+                        "none writable by this user: limits are rlimits (per process, see limits)",
+                        None if full else GET_CGROUPS, optional=True))
+    checks.append(Check("sandbox: disk quota", f.disk_quota,
+                        "size-limited tmpfs per workspace" if f.disk_quota else "missing — disk use is polled",
+                        None if f.disk_quota else "a size-limited tmpfs per workspace needs root", optional=True))
+    checks.append(Check("sandbox: bwrap", bwrap,
+                        (f"{f.bwrap}: " + ("works" if bwrap else "cannot make namespaces here")
+                         + ("; not needed (the jail works)" if f.namespaces else "; used for cold runs"))
+                        if f.bwrap else "not found" + (" (not needed: the jail works)" if f.namespaces else ""),
+                        None if f.bwrap or f.namespaces else "apt-get install -y bubblewrap", optional=True))
     return checks
 
 
