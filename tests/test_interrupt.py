@@ -19,10 +19,16 @@ from rl_tiny import build_tiny, register_tiny_env
 pytestmark = pytest.mark.slow
 
 
+def _default_sigint() -> None:
+    """As in a terminal's foreground: a suite started in the background (`make test &`) ignores SIGINT, and an
+    ignored signal stays ignored across exec."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _sandmle(home, *args: str) -> subprocess.Popen:
     env = {**os.environ, "SANDMLE_HOME": str(home), "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "workbench", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint)
 
 
 def _interrupt_when(proc: subprocess.Popen, ready: Callable[[], bool], timeout: float = 300) -> str:

@@ -4,17 +4,9 @@ given."""
 
 from __future__ import annotations
 
-from store import Store
-
+from .app import run_app
 from .cli.main import main as cli_main
 
 
-def open_workbench(store: Store) -> None:
-    """``sandmle`` with no command: the Textual app on the store."""
-    from .app import run_app  # lazy: textual and every screen load only when the workbench opens, not for `--help`
-
-    run_app(store)
-
-
 def main(argv: list[str] | None = None) -> None:
-    cli_main(argv, open_workbench=open_workbench)
+    cli_main(argv, open_workbench=run_app)
