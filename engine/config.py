@@ -70,6 +70,16 @@ class ExecutorSettings(_Section):
     def _known_kind(cls, value: str) -> str:
         return EXECUTORS.check(value)
 
+    def override(self, *, kind: str | None = None, workers: int | None = None,
+                 ray_address: str | None = None) -> ExecutorSettings:
+        """These settings with a command's options applied (``None`` keeps a setting), validated."""
+        given = {"kind": kind, "workers": workers, "ray_address": ray_address}
+        try:
+            return ExecutorSettings.model_validate(
+                {**self.model_dump(), **{k: v for k, v in given.items() if v is not None}})
+        except ValidationError as exc:
+            raise _error(exc, "command-line options") from None
+
 
 SynthesisRole = Literal["analyst", "designer", "grader", "engineer", "describer", "reviewer"]
 

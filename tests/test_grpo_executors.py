@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.config import ExecutorSettings
 from engine.errors import TrainingError
 from engine.rl.config import GRPOConfig
 from engine.rl.grpo import GRPOTrainer
@@ -49,7 +50,7 @@ def test_train_grpo_on_ray_samples_each_published_adapter(store, tiny, local_ray
                 "--json")
     assert r.code == 0, r.err
     run = store.runs.get(r.json()["run_id"])
-    assert r.json()["steps_done"] == 2 and run["status"] == "done" and run["config"]["executor"] == "ray"
+    assert r.json()["steps_done"] == 2 and run["status"] == "done" and run["config"]["executor"]["kind"] == "ray"
     assert _sampled_versions(store, run["id"]) == {1: {0}, 2: {1}}  # each step sampled the latest adapter
     metrics = store.runs.metrics(run["id"])
     assert metrics["stale"] == [(1, 0.0), (2, 0.0)] and metrics["staleness_max"] == [(1, 0.0), (2, 0.0)]
@@ -62,15 +63,16 @@ def test_train_grpo_on_ray_samples_each_published_adapter(store, tiny, local_ray
 
 
 def test_the_settings_executor_is_the_default_and_is_stored_with_the_run(store, home, tiny):
-    """No executor in the config: [executor] kind (here process, which cannot serve a vLLM sampler: refused before
-    anything starts); named in the config: that one, stored in the run's config."""
+    """No executor given: [executor] kind (here process, which cannot serve a vLLM sampler: refused before anything
+    starts); given: that one, stored in the run's config with the rollout workers it ran."""
     env_id = register_tiny_env(store)
     (home / "config.toml").write_text('[executor]\nkind = "process"\n')
     with pytest.raises(TrainingError, match="executor = process needs sampler = hf"):
         GRPOTrainer(store, GRPOConfig(model=str(tiny), env_ids=[env_id], sampler="vllm", lora_modules_to_save=[]))
-    trainer = GRPOTrainer(store, GRPOConfig(model=str(tiny), env_ids=[env_id], executor="local", rollout_workers=1))
+    trainer = GRPOTrainer(store, GRPOConfig(model=str(tiny), env_ids=[env_id], rollout_workers=1),
+                          executor=ExecutorSettings(kind="local"))
     trainer.close()
-    assert store.runs.get(trainer.run_id)["config"]["executor"] == "local"
+    assert store.runs.get(trainer.run_id)["config"]["executor"] == {"kind": "local", "workers": 1, "ray_address": None}
 
 
 @pytest.mark.slow

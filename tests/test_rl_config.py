@@ -30,13 +30,30 @@ def test_defaults_follow_the_paper():
 @pytest.mark.parametrize("kw, msg", [
     ({"group_size": 1}, "group_size"), ({"clip_low": 1.5}, "clip_low"), ({"kl_coef": -1}, "kl_coef"),
     ({"equal_group": "drop"}, "equal_group"), ({"lr": 0}, "lr"), ({"scaffold": "chat"}, "scaffold"),
-    ({"temperature": 0}, "temperature"), ({"steps": 0}, "steps"), ({"memory_mb": 512}, "memory_mb"),
-    ({"sandbox_backend": "k8s"}, "sandbox_backend"), ({"max_procs": 0}, "max_procs"),
-    ({"step_timeout_s": 0}, "step_timeout_s"),
+    ({"temperature": 0}, "temperature"), ({"steps": 0}, "steps"), ({"step_timeout_s": 0}, "step_timeout_s"),
 ])
 def test_bad_grpo_values_are_rejected(kw, msg):
     with pytest.raises(ValueError, match=msg):
         GRPOConfig(**kw)
+
+
+def test_where_code_runs_is_the_settings_not_the_training_config(tmp_path):
+    """[sandbox] and [executor] own the sandbox backend, its limits and the executor: GRPOConfig has none of them
+    (a config file naming one is told so), and the settings validate them against their registries."""
+    from engine.config import ExecutorSettings
+
+    names = {f.name for f in fields(GRPOConfig)}
+    assert not names & {"executor", "address", "sandbox_backend", "memory_mb", "max_procs"}
+    f = tmp_path / "grpo.toml"
+    f.write_text('[grpo]\nsandbox_backend = "docker"\n')
+    with pytest.raises(ConfigError, match="unknown key 'sandbox_backend'"):
+        load_config(GRPOConfig, f)
+    with pytest.raises(ConfigError, match="unknown sandbox backend 'k8s'; expected local, docker"):
+        SandboxSettings().override(backend="k8s")
+    with pytest.raises(ConfigError, match="memory_mb"):
+        SandboxSettings().override(memory_mb=512)
+    with pytest.raises(ConfigError, match="unknown executor 'slurm'"):
+        ExecutorSettings().override(kind="slurm")
 
 
 def test_toml_then_flags(tmp_path):

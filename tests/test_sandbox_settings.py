@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from engine.config import load_settings
+
 from conftest import DATA
 
 TINY = DATA / "envs" / "tiny-tabular"
@@ -107,8 +109,8 @@ def _backend_of(worker, _item):
 
 
 def test_grpo_rollouts_take_the_settings_and_the_config_overrides(home, store, monkeypatch, tmp_path):
-    """The rollout workers' backends: [sandbox] with the config's sandbox_backend / memory_mb / max_procs; a backend
-    that cannot start fails before the run is stored."""
+    """The rollout workers' backends: [sandbox] with the command's options (backend / memory_mb / max_procs), stored
+    with the run; a backend that cannot start fails before the run is stored."""
     from engine.errors import SandboxError
     from engine.rl.config import GRPOConfig
     from engine.rl.grpo import GRPOTrainer
@@ -116,14 +118,19 @@ def test_grpo_rollouts_take_the_settings_and_the_config_overrides(home, store, m
 
     env_id = register_tiny_env(store)
     _configure(home, backend="local", memory_mb=2000, max_procs=20, timeout_s=90.0)
-    trainer = GRPOTrainer(store, GRPOConfig(env_ids=[env_id], memory_mb=1300, max_procs=11, rollout_workers=2))
+    settings = load_settings().sandbox
+    trainer = GRPOTrainer(store, GRPOConfig(env_ids=[env_id], rollout_workers=2),
+                          sandbox=settings.override(memory_mb=1300, max_procs=11))
     try:
         assert trainer.executor is not None
         assert set(trainer.executor.map(_backend_of, [None, None])) == {("local", 1300, 11, 90.0)}
+        stored = store.runs.get(trainer.run_id)["config"]["sandbox"]
+        assert (stored["backend"], stored["memory_mb"], stored["max_procs"], stored["timeout_s"]) == \
+            ("local", 1300, 11, 90.0)
     finally:
         trainer.close()
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-daemon.sock")
     before = len(store.runs.list(kind="grpo"))
     with pytest.raises(SandboxError, match="no Docker daemon answers"):
-        GRPOTrainer(store, GRPOConfig(env_ids=[env_id], sandbox_backend="docker"))
+        GRPOTrainer(store, GRPOConfig(env_ids=[env_id]), sandbox=settings.override(backend="docker"))
     assert len(store.runs.list(kind="grpo")) == before

@@ -21,7 +21,7 @@ from ..agents.scaffolds import get_scaffold
 from ..config import SandboxSettings, load_settings
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
-from ..executors import Executor, Worker, get_executor
+from ..executors import Executor, Worker, executor_class, get_executor
 from ..upkeep import resumable
 from .mlebench import Skipped
 from .report import aggregate, left_out
@@ -132,7 +132,7 @@ def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: 
     seeds = [int(s) for s in rng_seeds]
     turns = max_turns or played.turns
     spec = policy if isinstance(policy, str) else None
-    if spec is None and executor != "local":
+    if spec is None and not executor_class(LEGACY_KINDS.get(executor, executor)).in_process:
         raise SandmleError(f"a policy object can only be evaluated with the local executor (its workers share it), "
                            f"not {executor}; pass a spec string")
     for env in envs:
@@ -142,7 +142,7 @@ def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: 
               "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
               "address": address, "skipped": [s.to_dict() for s in skipped], "sandbox": sandbox.model_dump()}
     with _executor(store, config, on_lost) as ex:
-        policy_obj = _policy(store, executor, policy)
+        policy_obj = _policy(store, ex, policy)
         config["policy"] = getattr(policy_obj, "name", None) or config["policy"]
         run_id = store.runs.create("eval", config, name=name, parent_id=parent_id)
         jobs = [(env, seed) for seed in seeds for env in envs]
@@ -163,8 +163,7 @@ def resume_eval(store: Store, run_id: str, *, progress: Callable[[int, int], Non
     with _executor(store, config, on_lost) as ex:
         store.runs.drop_eval_errors(row["id"])  # episodes that could not run get another try
         store.runs.start(row["id"])
-        return _execute(store, ex, row["id"], config, _policy(store, config["executor"], policy_spec), jobs,
-                        progress)
+        return _execute(store, ex, row["id"], config, _policy(store, ex, policy_spec), jobs, progress)
 
 
 def _executor(store: Store, config: EvalConfig, on_lost: Callable[[str], None] | None) -> Executor:
@@ -176,10 +175,10 @@ def _executor(store: Store, config: EvalConfig, on_lost: Callable[[str], None] |
                         address=config.get("address"), on_lost=on_lost).prepare()
 
 
-def _policy(store: Store, executor: str, policy: Any) -> Any:
+def _policy(store: Store, executor: Executor, policy: Any) -> Any:
     """What the work items carry: on the local executor one policy object its threads share (loaded here from a
     spec); elsewhere the spec, which each worker loads once."""
-    if isinstance(policy, str) and LEGACY_KINDS.get(executor, executor) == "local":
+    if isinstance(policy, str) and executor.in_process:
         return load_policy(policy, store=store)
     return policy
 

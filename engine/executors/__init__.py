@@ -22,16 +22,14 @@ def get_executor(kind: str | None = None, *, workers: int | None = None, store: 
                  on_lost: Callable[[str], None] | None = None) -> Executor:
     """An executor of ``kind`` (one of :data:`engine.backends.EXECUTORS`) with ``workers`` workers whose code runs
     under ``sandbox``; every unset argument comes from the settings (``[executor] kind, workers, ray_address``,
-    ``[sandbox]``). Workers of an executor that ``shares_store`` (local: threads) share ``store``; the others open
-    their own connection to its file."""
+    ``[sandbox]``). Workers of an executor that runs ``in_process`` (local: threads) share ``store``; the others
+    open their own connection to its file."""
     settings = load_settings()
     kind = kind or settings.executor.kind
-    if kind not in EXECUTORS:
-        raise SandboxError(EXECUTORS.unknown(kind))
-    cls: type[Executor] = EXECUTORS.get(kind).load()
+    cls = executor_class(kind)
     workers = workers or settings.executor.workers
     in_memory = store is not None and str(store.path) == ":memory:"
-    if in_memory and not cls.shares_store:
+    if in_memory and not cls.in_process:
         raise SandboxError(f"the {kind} executor needs a store file, not an in-memory store")
     spec = WorkerSpec(store_path=None if store is None or in_memory else str(store.path),
                       sandbox=sandbox or settings.sandbox, root=root)
@@ -39,5 +37,12 @@ def get_executor(kind: str | None = None, *, workers: int | None = None, store: 
                on_lost=on_lost)
 
 
-__all__ = ["Executor", "SandboxJob", "WorkFn", "Worker", "WorkerLost", "WorkerSpec", "get_executor",
+def executor_class(kind: str) -> type[Executor]:
+    """The class of the executor ``kind`` (e.g. to ask whether it runs ``in_process`` before starting one)."""
+    if kind not in EXECUTORS:
+        raise SandboxError(EXECUTORS.unknown(kind))
+    return EXECUTORS.get(kind).load()
+
+
+__all__ = ["Executor", "executor_class", "SandboxJob", "WorkFn", "Worker", "WorkerLost", "WorkerSpec", "get_executor",
            "run_sandbox_job"]

@@ -69,8 +69,9 @@ class _Task:
 
 class Executor(abc.ABC):
     name: str = ""
-    #: the workers use the caller's store handle (threads of this process); else each opens the store's file
-    shares_store: bool = False
+    #: the workers are threads of this process: they share its memory (the caller's store handle, one policy and
+    #: its sampler); else they live in other processes and each opens the store's file and loads its own policy
+    in_process: bool = False
 
     def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None, address: str | None = None,
                  on_lost: Callable[[str], None] | None = None):

@@ -35,7 +35,7 @@ class ThreadSlot(Slot):
 
 class LocalExecutor(Executor):
     name = "local"
-    shares_store = True
+    in_process = True
 
     def __init__(self, spec: WorkerSpec, *, workers: int = 2, store: Store | None = None, address: str | None = None,
                  on_lost: Callable[[str], None] | None = None):

@@ -1,7 +1,8 @@
 """One config dataclass per algorithm (as TRL does): every field carries help text, ``__post_init__`` rejects
 bad values with a ``ValueError`` naming the field, and :func:`load_config` merges a ``--config FILE.toml`` with
 command-line flags (unknown keys are rejected with the key and the file). For keys neither sets, the model's own
-defaults come first (``tiny``'s recipe: :mod:`.recipe`), then the dataclass defaults."""
+defaults come first (``tiny``'s recipe: :mod:`.recipe`), then the dataclass defaults. Where code runs and who runs
+it are not here: they are the settings' ``[sandbox]`` and ``[executor]`` (a run stores the ones it ran under)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..agents.scaffolds import SCAFFOLDS
-from ..backends import EXECUTORS, SANDBOX_BACKENDS
 from ..errors import ConfigError
 from .recipe import defaults as model_defaults
 
@@ -102,19 +102,9 @@ class GRPOConfig(_Common):
     save_every: int = _option(5, "save a checkpoint (adapter + optimizer + RNG + curriculum) every K steps")
     max_staleness: int = _option(0, "policy updates a rollout's sampling weights may lag behind the trained ones: "
                                     "0 = on-policy; 1 = the next step's rollouts sample while this step's update runs")
-    executor: str | None = _option(None, "who runs rollouts: " + " | ".join(EXECUTORS) + " (local: threads "
-                                         "sharing the trainer's sampler; the others load each published adapter: "
-                                         "sampler = hf); default: [executor] kind")
-    address: str | None = _option(None, "address of an existing Ray cluster (with executor = ray; default: a local "
-                                        "Ray)")
-    rollout_workers: int = _option(8, "rollouts in flight at once: their model calls share the sampler's batches "
-                              "and the sandbox runs one episode's code while the model generates for others")
-    sandbox_backend: str | None = _option(None, "where rollout code runs: " + " | ".join(SANDBOX_BACKENDS)
-                                            + " (default: [sandbox] backend)")
-    memory_mb: int | None = _option(None, "memory limit of each sandboxed run in MB, >= 1024 "
-                                          "(default: [sandbox] memory_mb)")
-    max_procs: int | None = _option(None, "process and thread limit of each sandboxed run "
-                                          "(default: [sandbox] max_procs)")
+    rollout_workers: int = _option(8, "rollouts in flight at once (the workers of the [executor] that runs them): "
+                              "their model calls share the sampler's batches and the sandbox runs one episode's code "
+                              "while the model generates for others")
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -158,18 +148,10 @@ class GRPOConfig(_Common):
             raise ValueError(f"sampler_prefix_cache must be >= 0 (got {self.sampler_prefix_cache})")
         if self.tis_cap < 0:
             raise ValueError(f"tis_cap must be >= 0 (got {self.tis_cap})")
-        if self.sandbox_backend is not None and self.sandbox_backend not in SANDBOX_BACKENDS:
-            raise ValueError(f"sandbox_backend: {SANDBOX_BACKENDS.unknown(self.sandbox_backend)}")
-        if self.memory_mb is not None and self.memory_mb < 1024:
-            raise ValueError(f"memory_mb must be >= 1024: pandas and sklearn need it (got {self.memory_mb})")
         if self.step_timeout_s is not None and self.step_timeout_s <= 0:
             raise ValueError(f"step_timeout_s must be > 0 (got {self.step_timeout_s})")
-        if self.max_procs is not None and self.max_procs < 1:
-            raise ValueError(f"max_procs must be >= 1 (got {self.max_procs})")
         if self.max_staleness < 0:
             raise ValueError(f"max_staleness must be >= 0 (got {self.max_staleness})")
-        if self.executor is not None and self.executor not in EXECUTORS:
-            raise ValueError(f"executor: {EXECUTORS.unknown(self.executor)}")
         if self.fsdp:
             raise ValueError("fsdp is for sft: GRPO's update keeps a whole copy of the model on each process (DDP)")
 

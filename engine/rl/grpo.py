@@ -34,10 +34,10 @@ from store.runs import new_id
 
 from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
-from ..config import load_settings
+from ..config import ExecutorSettings, SandboxSettings, load_settings
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
-from ..executors import Executor, get_executor
+from ..executors import Executor, executor_class, get_executor
 from ..inference import Sampler, make_sampler
 from ..models.adapters import resolve_adapter
 from ..upkeep import resumable
@@ -106,34 +106,52 @@ def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float | None]:
     }
 
 
+def run_settings(config: dict[str, Any]) -> tuple[SandboxSettings, ExecutorSettings]:
+    """The ``[sandbox]`` and ``[executor]`` a stored GRPO run ran under (a run stored before they were kept there:
+    the current settings with its config's overrides)."""
+    settings = load_settings()
+    if isinstance(config.get("sandbox"), dict) and isinstance(config.get("executor"), dict):
+        return SandboxSettings(**config["sandbox"]), ExecutorSettings(**config["executor"])
+    return (settings.sandbox.override(backend=config.get("sandbox_backend"), memory_mb=config.get("memory_mb"),
+                                      max_procs=config.get("max_procs")),
+            settings.executor.override(kind=config.get("executor"), ray_address=config.get("address")))
+
+
 class GRPOTrainer:
     def __init__(self, store: Store, cfg: GRPOConfig, *, run_id: str | None = None, parent_id: str | None = None,
                  policy_factory: PolicyFactory | None = None, episode_fn: EpisodeFn | None = None,
                  on_step: Callable[[int, dict], None] | None = None, on_rollout: Callable[[Rollout], None] | None = None,
-                 on_lost: Callable[[str], None] | None = None, processes: Processes = ONE):
+                 on_lost: Callable[[str], None] | None = None, processes: Processes = ONE,
+                 sandbox: SandboxSettings | None = None, executor: ExecutorSettings | None = None):
+        """Rollout code runs under ``sandbox`` and ``executor`` runs the rollouts (``cfg.rollout_workers`` of them at
+        once); both default to the settings (``[sandbox]``, ``[executor]``) and are stored with the run."""
         settings = load_settings()
-        # the executor of the settings unless the config names one (stored with the run: a resume keeps it)
-        cfg = dataclasses.replace(cfg, executor=cfg.executor or settings.executor.kind)
-        if cfg.executor != "local" and cfg.sampler != "hf":
-            raise TrainingError(f"rollout workers of the {cfg.executor} executor sample with their own copy of the "
-                                f"policy: executor = {cfg.executor} needs sampler = hf")
+        #: where rollout code runs, and who runs the rollouts (stored with the run: a resume keeps them)
+        self.sandbox = sandbox or settings.sandbox
+        self.executor_settings = (executor or settings.executor).override(workers=cfg.rollout_workers)
+        kind = self.executor_settings.kind
+        #: rollout workers live in other processes and load the published adapters themselves
+        self.remote = not executor_class(kind).in_process
+        if self.remote and cfg.sampler != "hf":
+            raise TrainingError(f"rollout workers of the {kind} executor sample with their own copy of the "
+                                f"policy: executor = {kind} needs sampler = hf")
         self.store, self.cfg, self.processes = store, cfg, processes
         self.policy_factory = policy_factory or default_policy_factory
         self.episode_fn: EpisodeFn = episode_fn or run_episode
         self.on_step, self.on_rollout = on_step, on_rollout
         self.workers_lost: list[str] = []
         self.env_ids = select_envs(store, cfg)
-        #: where rollout code runs: the settings' [sandbox] with the config's overrides
-        self.sandbox = settings.sandbox.override(backend=cfg.sandbox_backend, memory_mb=cfg.memory_mb,
-                                                 max_procs=cfg.max_procs)
         #: who runs the rollouts; every worker's sandbox backend starts here (kept warm between episodes): a backend
         #: that cannot start fails before the run is stored
-        self.executor: Executor = get_executor(cfg.executor, workers=cfg.rollout_workers, store=store,
-                                               sandbox=self.sandbox, address=cfg.address, on_lost=on_lost).prepare()
+        self.executor: Executor = get_executor(kind, workers=cfg.rollout_workers, store=store, sandbox=self.sandbox,
+                                               address=self.executor_settings.ray_address, on_lost=on_lost).prepare()
+        config = {**asdict(cfg), "sandbox": self.sandbox.model_dump(), "executor": self.executor_settings.model_dump()}
         if run_id is None and processes.is_main:
             run_id = new_id("grpo")
-            store.runs.create("grpo", asdict(cfg), name=cfg.name, parent_id=parent_id,
+            store.runs.create("grpo", config, name=cfg.name, parent_id=parent_id,
                               dir=str(store.data_dir / "runs" / run_id), run_id=run_id)
+        elif run_id is not None and processes.is_main:  # a launcher's (a workbench job) or a resumed run
+            store.runs.update(run_id, config={**(store.runs.get(run_id)["config"] or {}), **config})
         run_id = processes.broadcast(run_id)  # the main process made the run; the others train under its id
         row = store.runs.get(run_id)
         folder = row.get("dir")
@@ -161,12 +179,8 @@ class GRPOTrainer:
     def resume(cls, store: Store, run_id: str, **kw: Any) -> "GRPOTrainer":
         row = resumable(store, run_id, "grpo")
         cfg = config_from_dict(GRPOConfig, row["config"])
-        return cls(store, cfg, run_id=row["id"], **kw)
-
-    @property
-    def remote(self) -> bool:
-        """Rollout workers live in other processes and load the published adapters themselves."""
-        return self.cfg.executor != "local"
+        sandbox, executor = run_settings(row["config"])
+        return cls(store, cfg, run_id=row["id"], sandbox=sandbox, executor=executor, **kw)
 
     def setup(self) -> None:
         cfg = self.cfg

@@ -1,5 +1,5 @@
 """The sandbox options of every command that runs agent or generator code (`sandbox run`, `rollout`, `eval`,
-`synth`; `train grpo` has the same names from its config). Options left out keep the `[sandbox]` settings."""
+`synth`, `train grpo`). Options left out keep the `[sandbox]` settings."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from .common import POSITIVE_S, NameChoice
 F = TypeVar("F", bound=Callable[..., object])
 
 
-def sandbox_options(*, backend_alias: str | None = None, timeout_alias: str | None = None) -> Callable[[F], F]:
-    """``--sandbox-backend``, ``--memory-mb``, ``--max-procs``, ``--timeout`` (the aliases keep older names)."""
+def sandbox_options(*, backend_alias: str | None = None, timeout_alias: str | None = None,
+                    timeout: bool = True) -> Callable[[F], F]:
+    """``--sandbox-backend``, ``--memory-mb``, ``--max-procs``, ``--timeout`` (the aliases keep older names; no
+    ``--timeout`` where the command's own config has the step's time limit: `train grpo`)."""
 
     def deco(fn: F) -> F:
         backend_names = ["--sandbox-backend", *([backend_alias] if backend_alias else [])]
@@ -28,10 +30,11 @@ def sandbox_options(*, backend_alias: str | None = None, timeout_alias: str | No
                               "[default: [sandbox] memory_mb]."),
             click.option("--max-procs", type=click.IntRange(min=1),
                          help="Process and thread limit of each sandboxed run [default: [sandbox] max_procs]."),
-            click.option(*timeout_names, "timeout_s", type=POSITIVE_S,
-                         help="Wall-time limit of each sandboxed run (each code step), seconds "
-                              "[default: [sandbox] timeout_s]."),
         ]
+        if timeout:
+            options.append(click.option(*timeout_names, "timeout_s", type=POSITIVE_S,
+                                        help="Wall-time limit of each sandboxed run (each code step), seconds "
+                                             "[default: [sandbox] timeout_s]."))
         for option in reversed(options):
             fn = option(fn)
         return fn

@@ -10,11 +10,13 @@ from typing import Any, Callable
 
 import click
 
+from engine.config import load_settings
 from engine.rl import recipe
 from engine.rl.config import GRPOConfig, SFTConfig, load_config
 from store import Store
 
-from .common import Context, emit_json, json_option, pass_ctx, progress, warn
+from .common import Context, emit_json, executor_options, json_option, pass_ctx, progress, warn
+from .sandbox_options import sandbox_options
 
 
 def _click_type(tp: Any) -> tuple[Any, bool, bool]:
@@ -81,16 +83,24 @@ def train() -> None:
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="TOML file with GRPO settings.")
 @json_option("the run summary")
 @config_options(GRPOConfig, "grpo")
+@executor_options
+@sandbox_options(timeout=False)
 @pass_ctx
-def grpo(ctx: Context, config_file: str | None, as_json: bool, **kw: Any) -> None:
+def grpo(ctx: Context, config_file: str | None, as_json: bool, executor: str | None, address: str | None,
+         sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, **kw: Any) -> None:
     """Trajectory-wise GRPO with LoRA: G rollouts per environment, group-normalized advantages, checkpoints every
-    K steps (resume with `sandmle runs resume ID`)."""
+    K steps (resume with `sandmle runs resume ID`). Rollout code runs under [sandbox] and [executor] of the
+    settings, with the options given here."""
     from engine.rl.grpo import GRPOTrainer  # loads torch: only when training
 
     cfg = load_config(GRPOConfig, config_file, _overrides(GRPOConfig, kw))
+    settings = load_settings()
+    sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs)
+    executor_settings = settings.executor.override(kind=executor, ray_address=address)
     processes = launch_processes(ctx, cfg)
     run_id = _job_run(ctx.store, "grpo", cfg) if processes.is_main else None
-    trainer = GRPOTrainer(ctx.store, cfg, run_id=run_id, on_lost=warn, processes=processes)
+    trainer = GRPOTrainer(ctx.store, cfg, run_id=run_id, on_lost=warn, processes=processes, sandbox=sandbox,
+                          executor=executor_settings)
     _run_grpo(trainer, as_json)
 
 
