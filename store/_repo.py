@@ -8,7 +8,7 @@ from typing import Any, Generic, Iterable, Mapping, Protocol, TypeVar, cast
 
 import sqlite_utils
 
-from . import process
+from . import owners
 from .common import dumps, loads
 from .errors import NotFound
 
@@ -78,7 +78,7 @@ class Repo(Generic[RowT]):
     def stuck(self) -> list[RowT]:
         """Rows still ``running`` whose owner process has ended (killed before it could close them)."""
         rows = self.store.query(f"SELECT * FROM {self.table} WHERE status = 'running'")
-        return cast(list[RowT], [r for r in self._decode_all(rows) if process.gone(r)])
+        return cast(list[RowT], [r for r in self._decode_all(rows) if owners.gone(r)])
 
     def _by_prefix(self, prefix: str) -> Row | None:
         """The one row whose id starts with ``prefix``; None when none or several do."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, Iterable, Mapping, Sequence, TypedDict, cast
 
-from . import process
+from . import owners
 from ._repo import KeyedRepo
 from .common import JSON, now
 
@@ -107,7 +107,7 @@ class Runs(KeyedRepo[RunRow]):
         stamp = now()
         row = self._encode({
             "id": run_id, "kind": kind, "name": name, "status": status, "config": config or {},
-            "parent_id": parent_id, "dir": dir, **process.owner(), "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
+            "parent_id": parent_id, "dir": dir, **owners.owner(), "created_at": stamp, "started_at": stamp if status == "running" else None, "heartbeat_at": stamp,
         })
         with self.store.transaction() as db:
             db.table("runs").insert(row, pk="id")
@@ -124,7 +124,7 @@ class Runs(KeyedRepo[RunRow]):
         self.adopt_id = None
         stamp = now()
         self.update(row["id"], config={**(config or {}), **(row["config"] or {})}, name=name or row["name"],
-                    parent_id=parent_id, dir=dir or row["dir"], status=status, **process.owner(),
+                    parent_id=parent_id, dir=dir or row["dir"], status=status, **owners.owner(),
                     started_at=stamp if status == "running" else None, heartbeat_at=stamp)
         return row["id"]
 
@@ -143,14 +143,14 @@ class Runs(KeyedRepo[RunRow]):
 
     def update(self, run_id: str, **fields: object) -> None:
         if fields.get("pid") and "pid_start" not in fields:  # a new owner: record its start time with its pid
-            fields["pid_start"] = process.start_time(int(cast(int, fields["pid"])))
+            fields["pid_start"] = owners.start_time(int(cast(int, fields["pid"])))
         row = self._encode(fields)
         with self.store.transaction() as db:
             db.table("runs").update(run_id, row)
 
     def start(self, run_id: str) -> None:
         stamp = now()
-        self.update(run_id, status="running", started_at=stamp, heartbeat_at=stamp, **process.owner(), error=None,
+        self.update(run_id, status="running", started_at=stamp, heartbeat_at=stamp, **owners.owner(), error=None,
                     ended_at=None)
 
     def finish(self, run_id: str, status: str = "done", *, summary: Mapping[str, object] | None = None, error: str | None = None) -> None:
@@ -164,7 +164,7 @@ class Runs(KeyedRepo[RunRow]):
     def mark_dead(self, rows: Sequence[RunRow] | None = None) -> Sequence[str]:
         """Mark ``running`` runs whose process is gone as ``dead`` (resumable); returns their ids. ``rows`` limits
         the check to those rows."""
-        dead = self.stuck() if rows is None else [r for r in rows if process.gone(r)]
+        dead = self.stuck() if rows is None else [r for r in rows if owners.gone(r)]
         stamp = now()
         with self.store.transaction() as db:
             for r in dead:

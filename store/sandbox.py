@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence, TypedDict, cast
 
-from . import process
+from . import owners
 from ._repo import KeyedRepo, Params
 from .common import JSON, dumps, now
 
@@ -51,7 +51,7 @@ class SandboxRuns(KeyedRepo[SandboxRunRow]):
 
     def start(self, run: Mapping[str, object]) -> str:
         """Record a run that starts now, owned by this process (pid, start time, host)."""
-        row = self._encode({**process.owner(), **run})
+        row = self._encode({**owners.owner(), **run})
         row.setdefault("started_at", now())
         row.setdefault("status", "running")
         with self.store.transaction() as db:
@@ -67,7 +67,7 @@ class SandboxRuns(KeyedRepo[SandboxRunRow]):
     def mark_dead(self, rows: Sequence[SandboxRunRow] | None = None) -> list[str]:
         """Mark ``running`` runs whose process is gone (killed before it could record the end) as ``dead``;
         returns their ids. ``rows`` limits the check to those rows."""
-        dead = self.stuck() if rows is None else [r for r in rows if r["status"] == "running" and process.gone(r)]
+        dead = self.stuck() if rows is None else [r for r in rows if r["status"] == "running" and owners.gone(r)]
         stamp = now()
         with self.store.transaction() as db:
             for r in dead:

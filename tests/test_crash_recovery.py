@@ -236,7 +236,7 @@ def test_a_workspace_killed_while_its_tmpfs_was_mounting_is_unmounted_by_the_nex
     """The owner file sits beside the workspace (written before the mount), so a process killed between mounting
     the workspace's tmpfs and writing into it leaves nothing the next command cannot judge and remove."""
     home = seeded_home
-    dead = subprocess.run([sys.executable, "-c", "from store import process; print(process.tag())"], cwd=ROOT,
+    dead = subprocess.run([sys.executable, "-c", "from store import owners; print(owners.tag())"], cwd=ROOT,
                           capture_output=True, text=True, check=True, timeout=60).stdout.strip()
     holder = home / "workspaces" / "ws-mounting"
     holder.mkdir(parents=True)

@@ -12,7 +12,7 @@ import sys
 import time
 
 from conftest import ROOT
-from store import Store, process
+from store import Store, owners
 from store.migrations import LATEST, MIGRATIONS
 
 #: a child that opens the store, starts a run and a sandbox run, prints their ids and waits to be killed
@@ -36,16 +36,16 @@ def _owner_child(db, log):
 def test_rows_record_their_owner(store):
     run_id = store.runs.create("bench")
     store.sandbox.start({"id": "sbx-own", "backend": "local", "command": "true"})
-    me = process.owner()
+    me = owners.owner()
     for row in (store.runs.get(run_id), store.sandbox.get("sbx-own")):
         assert (row["pid"], row["pid_start"], row["host"]) == (os.getpid(), me["pid_start"], me["host"])
-    assert me["pid_start"] == process.start_time(os.getpid()) and me["pid_start"].isdigit()
-    assert not process.gone(store.runs.get(run_id))
+    assert me["pid_start"] == owners.start_time(os.getpid()) and me["pid_start"].isdigit()
+    assert not owners.gone(store.runs.get(run_id))
     # a reused pid is not the owner: same pid, another start time
-    assert process.gone({**store.runs.get(run_id), "pid_start": "1"})
+    assert owners.gone({**store.runs.get(run_id), "pid_start": "1"})
     # rows of another host, or without an owner, are never judged
-    assert not process.gone({"pid": 2**22 + 7, "host": "elsewhere", "pid_start": "1"})
-    assert not process.gone({"pid": None, "host": me["host"]})
+    assert not owners.gone({"pid": 2**22 + 7, "host": "elsewhere", "pid_start": "1"})
+    assert not owners.gone({"pid": None, "host": me["host"]})
 
 
 def test_opening_the_store_marks_rows_of_a_killed_process_dead(home, tmp_path):

@@ -23,7 +23,7 @@ from store import Store
 from ..sandbox import get_backend
 from ..sandbox.base import isolation_label
 from ..sandbox.local import LocalBackend
-from ..sandbox.process import run_env, venv_python
+from ..sandbox.child import run_env, venv_python
 from . import BenchResult
 
 EMPTY = "pass"

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from store import Store, process
+from store import Store, owners
 
 from ..errors import SandmleError
 
@@ -129,5 +129,5 @@ BUILD_PREFIX = ".build-"
 def new_build_dir(root: Path, env_id: str) -> Path:
     """A private folder under ``root`` to build environment ``env_id`` in, owned by this process."""
     folder = Path(tempfile.mkdtemp(prefix=f"{BUILD_PREFIX}{env_id}-", dir=root))
-    (folder / ".owner").write_text(process.tag())
+    (folder / ".owner").write_text(owners.tag())
     return folder

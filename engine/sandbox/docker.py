@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from store import Store, process
+from store import Store, owners
 
 from ..config import SandboxSettings
 from ..errors import FileTooLarge, SandboxError
@@ -34,7 +34,7 @@ from .base import (
     Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish, record_start,
 )
 from .image import BASE_IMAGE, HOST_MOUNTS_LABEL, build_base_image, host_mounts
-from .process import THREAD_ENV, venv_python
+from .child import THREAD_ENV, venv_python
 from .text import head_tail
 from .verdict import classify
 
@@ -443,7 +443,7 @@ def leftovers(client: DockerClient) -> list[Leftover]:
     for volume in client.volumes.list(filters=label):
         found.append(Leftover("volume", volume.name, (volume.attrs.get("Labels") or {}).get("sandmle.owner", ""),
                               volume))
-    return [leftover for leftover in found if process.tag_gone(leftover.owner)]
+    return [leftover for leftover in found if owners.tag_gone(leftover.owner)]
 
 
 def reachable(timeout_s: float = 2.0) -> DockerClient | None:
@@ -506,7 +506,7 @@ class DockerBackend(SandboxBackend):
                 **THREAD_ENV}
 
     def _labels(self, label: str | None) -> dict[str, str]:
-        return {"sandmle": "workspace", "sandmle.label": label or "", "sandmle.owner": process.tag()}
+        return {"sandmle": "workspace", "sandmle.label": label or "", "sandmle.owner": owners.tag()}
 
     def _sweep_stale(self) -> None:
         """Remove the containers and volumes whose owning process, on this host, is gone (killed mid-episode)."""

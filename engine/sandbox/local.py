@@ -23,7 +23,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Sequence
 
-from store import Store, process
+from store import Store, owners
 
 from ..config import SandboxSettings
 from ..errors import SandboxError
@@ -35,7 +35,7 @@ from .base import (
 )
 from .cgroups import RunCgroup
 from .pidns import RunTasks
-from .process import RunHandle, run_env, venv_python
+from .child import RunHandle, run_env, venv_python
 from .text import head_tail
 from .verdict import classify
 from .warm import WarmError, WarmWorker
@@ -102,7 +102,7 @@ def stale_workspaces(work_root: Path) -> list[Path]:
             tag = owner.read_text()
         except OSError:
             continue
-        if process.tag_gone(tag):
+        if owners.tag_gone(tag):
             stale.append(owner.with_suffix(""))
     return stale
 
@@ -172,7 +172,7 @@ class LocalBackend(SandboxBackend):
     # ------------------------------------------------------------------ lifecycle
     def open(self, source: Path | None = None, *, label: str | None = None) -> LocalWorkspace:
         holder = Path(tempfile.mkdtemp(prefix="ws-", dir=self.work_root))
-        owner_file(holder).write_text(process.tag())  # first: a kill from here on leaves a workspace to sweep
+        owner_file(holder).write_text(owners.tag())  # first: a kill from here on leaves a workspace to sweep
         quota = False
         if self.as_nobody and self.features.disk_quota:
             size = f"size={int(self.default_limits.max_disk_mb)}m"

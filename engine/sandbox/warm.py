@@ -16,7 +16,7 @@ from typing import IO, Any, Sequence, cast
 
 from ..errors import SandboxError
 from .features import ro_binds
-from .process import RunHandle, venv_python
+from .child import RunHandle, venv_python
 
 ZYGOTE = Path(__file__).with_name("zygote.py")
 

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from store import Store, process
+from store import Store, owners
 from store.envs import EnvironmentRow
 
 from ..envs.layout import BUILD_PREFIX, envs_root
@@ -71,7 +71,7 @@ def _pending_envs(store: Store) -> list[Finding]:
     out = []
     for env in store.envs.list(status="pending"):
         run = store.runs.find(env["run_id"]) if env["run_id"] else None
-        if run is not None and run["status"] == "running" and not process.gone(run):
+        if run is not None and run["status"] == "running" and not owners.gone(run):
             continue
         out.append(Finding("pending environments", env["id"], "reserved by a synthesis run that ended before "
                            "storing it", fix=partial(_drop_env, store, env)))
@@ -91,7 +91,7 @@ def _cgroups(store: Store) -> list[Finding]:
     out = []
     for name in run_cgroup_names():
         row = store.sandbox.find(name)
-        if row is None or row["id"] != name or (row["status"] == "running" and not process.gone(row)):
+        if row is None or row["id"] != name or (row["status"] == "running" and not owners.gone(row)):
             continue  # another store's run, or one still going
         out.append(Finding("leftover cgroups", name, f"the cgroups of sandbox run {name} ({row['status']}) are "
                            "still there", fix=partial(_remove_cgroup, name)))
@@ -121,7 +121,7 @@ def _build_folders(store: Store) -> list[Finding]:
     folders = sorted(root.glob(f"{BUILD_PREFIX}*")) if root.is_dir() else []
     return [Finding("leftover build folders", str(folder), "an environment half-built by a process that has ended",
                     fix=partial(remove_folder, folder))
-            for folder in folders if process.tag_gone(_read(folder / ".owner"))]
+            for folder in folders if owners.tag_gone(_read(folder / ".owner"))]
 
 
 def remove_folder(folder: Path) -> str:

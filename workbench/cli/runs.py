@@ -12,7 +12,7 @@ from engine.errors import TrainingError
 from engine.eval.run import missing_episodes, resume_eval
 from engine.models.adapters import final_adapter
 from engine.rl.config import GRPOConfig, SFTConfig, config_from_dict
-from store import process
+from store import owners
 
 from .common import Context, emit_json, json_option, pass_ctx, progress, table, warn, wide_option
 from .eval import show_report
@@ -21,7 +21,7 @@ from .train import _run_grpo, _run_sft, launch_processes
 
 def _alive(row: dict) -> bool:
     """The run's process is running on this host (so it can be signalled)."""
-    return bool(row.get("pid")) and row.get("host") == socket.gethostname() and not process.gone(row)
+    return bool(row.get("pid")) and row.get("host") == socket.gethostname() and not owners.gone(row)
 
 
 @click.group()
