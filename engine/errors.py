@@ -45,6 +45,11 @@ class GradingError(SandmleError):
     pass
 
 
+class ExploitFound(GradingError):
+    """An environment that can be won by reading a file (the exploit audit found the answers, or an undeclared
+    public file): refused wherever it would be stored or used as verified."""
+
+
 class InvalidSubmission(GradingError):
     """The submission cannot be scored; the message says why (becomes the grade report's error)."""
 

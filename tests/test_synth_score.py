@@ -72,10 +72,16 @@ def test_metric_errors_become_invalid():
 
 def test_bootstrap_fast_auc_equals_sklearn():
     from engine.grading.metrics import get_metric
-    from engine.synthesis.verifier import FAST_METRICS
+    from engine.grading.metrics import FAST_METRICS
 
     r = np.random.default_rng(0)
     y = r.integers(0, 2, (300, 6))
     p = np.round(r.random((300, 6)), 1)  # ties included
-    for name in ("roc_auc", "mean_columnwise_roc_auc"):
+    for name in ("roc_auc", "mean_columnwise_roc_auc", "multilabel_log_loss"):
         assert FAST_METRICS[name](y, p) == pytest.approx(get_metric(name).fn(y, p), abs=1e-12)
+    values = r.gamma(2.0, 3.0, (300, 3))
+    guess = np.abs(values + r.normal(0, 1, (300, 3)))
+    for name in ("rmse", "rmsle", "mean_columnwise_rmsle", "mcrmse", "mae"):
+        assert FAST_METRICS[name](values, guess) == pytest.approx(get_metric(name).fn(values, guess), abs=1e-12)
+    labels = r.integers(0, 4, (300, 1)).astype(str)
+    assert FAST_METRICS["accuracy"](labels, labels[::-1]) == get_metric("accuracy").fn(labels, labels[::-1])

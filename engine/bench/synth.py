@@ -10,6 +10,10 @@ the two ways a program gets written, side by side on the same seeds and machine:
 - **procedural**: the offline template backend.
 
 The stand-in answers instantly, so the figures are the pipeline's own cost, not a model's latency.
+
+Each backend runs twice on the same seeds and RNG seed, with and without the exploit audit
+(:mod:`engine.grading.audit`), so the audit's cost shows side by side: verified environments per minute before
+and after, and the audit's own seconds per environment (from each stored verification report).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from store import Store
 
 from ..config import load_settings
 from ..envs.layout import GradeSpec
+from ..eval.reaudit import stored_value
 from ..llm.standin import StandIn
 from ..seeds.load import load_shipped
 from ..synthesis.blueprint import analyze
@@ -80,7 +85,17 @@ def _description(prompt: str) -> str:
     return describe_from_data(data, spec, "A synthesized task", "Predict the target of each test row from its features.")
 
 
-def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings) -> list[dict[str, Any]]:
+def _audit_seconds(store: Store, seed_id: str) -> list[float]:
+    """The exploit audit's own seconds for each verified environment of a seed (verifier's audit + final one)."""
+    out = []
+    for env in store.envs.list(seed_id=seed_id, status="verified"):
+        walls = [stored_value(env["verification"], "report", k, "wall_s") for k in ("audit", "audit_final")]
+        out.append(sum(float(w) for w in walls if isinstance(w, (int, float))))
+    return out
+
+
+def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings,
+         exploit_audit: bool = True) -> list[dict[str, Any]]:
     """Synthesize ``per_seed`` environments of each seed in a throw-away store with one backend."""
     root = Path(tempfile.mkdtemp(prefix=f"sandmle-bench-synth-{mode}-"))
     rows = []
@@ -96,14 +111,17 @@ def _one(mode: str, seeds: list[str], per_seed: int, workers: int, settings) -> 
                 for sid in seeds:
                     start = time.perf_counter()
                     rep = synthesize(store, sid, per_seed, backend="openai" if server else "procedural",
-                                     rng_seed=2026, settings=settings, executor=executor)
+                                     rng_seed=2026, settings=settings, executor=executor, exploit_audit=exploit_audit)
                     wall = time.perf_counter() - start
                     s = rep.summary()
-                    rows.append({"backend": "stand-in LLM" if server else "procedural", "seed": sid,
+                    audit_s = _audit_seconds(store, sid)
+                    rows.append({"backend": "stand-in LLM" if server else "procedural", "audit": exploit_audit,
+                                 "seed": sid,
                                  "attempted": s["attempted"], "verified": s["verified"], "programs": s["programs"],
                                  "programs_per_verified": s["programs_per_verified"], "llm_calls": s["usage"]["calls"],
                                  "wall_s": round(wall, 2),
-                                 "verified_per_min": round(s["verified"] / wall * 60, 2) if wall else 0.0})
+                                 "verified_per_min": round(s["verified"] / wall * 60, 2) if wall else 0.0,
+                                 "audit_s_per_env": round(sum(audit_s) / len(audit_s), 3) if audit_s else None})
             finally:
                 if server is not None:
                     server.__exit__(None, None, None)
@@ -117,21 +135,32 @@ def run(store: Store, quick: bool = False, **_: Any) -> BenchResult:
     workers = max(1, settings.executor.workers)
     per_seed = 2 if quick else 6
     seeds = list(PLAN)
-    rows = _one("procedural", seeds, per_seed, workers, settings) + _one("standin", seeds, per_seed, workers,
-                                                                         settings)
+    rows = []
+    for mode in ("procedural", "standin"):  # before and after the exploit audit, side by side
+        rows += _one(mode, seeds, per_seed, workers, settings, exploit_audit=False)
+        rows += _one(mode, seeds, per_seed, workers, settings, exploit_audit=True)
     summary: dict[str, Any] = {}
     for name in ("procedural", "stand-in LLM"):
-        mine = [r for r in rows if r["backend"] == name]
-        verified, wall = sum(r["verified"] for r in mine), sum(r["wall_s"] for r in mine)
-        programs, attempted = sum(r["programs"] for r in mine), sum(r["attempted"] for r in mine)
         key = "procedural" if name == "procedural" else "standin"
-        summary[f"{key}_verified_per_min"] = round(verified / wall * 60, 2) if wall else 0.0
-        summary[f"{key}_attempts_per_verified"] = round(attempted / verified, 2) if verified else None
-        summary[f"{key}_programs_per_verified"] = round(programs / verified, 2) if verified else None
-        summary[f"{key}_verified"] = f"{verified}/{attempted}"
+        for audited in (False, True):
+            mine = [r for r in rows if r["backend"] == name and r["audit"] is audited]
+            verified, wall = sum(r["verified"] for r in mine), sum(r["wall_s"] for r in mine)
+            programs, attempted = sum(r["programs"] for r in mine), sum(r["attempted"] for r in mine)
+            tag = key if audited else f"{key}_no_audit"
+            summary[f"{tag}_verified_per_min"] = round(verified / wall * 60, 2) if wall else 0.0
+            summary[f"{tag}_attempts_per_verified"] = round(attempted / verified, 2) if verified else None
+            summary[f"{tag}_programs_per_verified"] = round(programs / verified, 2) if verified else None
+            summary[f"{tag}_verified"] = f"{verified}/{attempted}"
+        before, after = summary[f"{key}_no_audit_verified_per_min"], summary[f"{key}_verified_per_min"]
+        summary[f"{key}_audit_throughput_ratio"] = round(after / before, 3) if before else None
+        costs = [r["audit_s_per_env"] for r in rows if r["backend"] == name and r["audit"] and r["audit_s_per_env"]]
+        summary[f"{key}_audit_s_per_env"] = round(sum(costs) / len(costs), 3) if costs else None
     notes = [f"{per_seed} environments per seed ({', '.join(seeds)}), {workers} workers, one warm sandbox per "
              "backend; programs = generator programs run (each one the whole check: sandbox run, spec, proof, ladder "
-             "of 3 solutions x 2 seeds, fuzzing, leakage probes)",
+             "of 3 solutions x 2 seeds, fuzzing, leakage probes, exploit audit)",
+             "each backend twice, same seeds and RNG seed: without the exploit audit (audit=False, the pipeline "
+             "before it) and with it; audit_s_per_env = the audit's own seconds per verified environment (the "
+             "verifier's audit + the final one of files written after it), from the stored reports",
              "stand-in LLM: the openai chat backend over the real SDK against a local server answering each role "
              "instantly from the few-shot examples (bike_docks for taxi-fare, recipe_cuisine for author-style); a "
              "scenario per request in a new domain; descriptions written from the realized data"]

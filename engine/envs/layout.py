@@ -17,7 +17,11 @@ touches a half-made ``envs/<id>/``.
     {"metric": "log_loss", "lower_is_better": true, "id_column": "id",
      "target_columns": ["author"],            # what the task predicts (train.csv columns)
      "prediction_columns": ["EAP", "HPL", "MWS"],  # submission columns after the id = answers.csv columns
-     "classes": ["EAP", "HPL", "MWS"] | null, "task_type": "multiclass"}
+     "classes": ["EAP", "HPL", "MWS"] | null, "task_type": "multiclass",
+     "public_files": ["description.md", "train.csv", "test.csv", "sample_submission.csv", "test/*.png"]}
+
+``public_files`` declares what ``public/`` may hold (absent: the standard files and the media the rows point to);
+the exploit audit (:mod:`engine.grading.audit`) reports anything else and tries every file for the answers.
 
 A submission is graded by aligning it on the id column with ``answers.csv`` and applying the metric to the
 ``prediction_columns`` of both. ``private/`` never enters a sandbox that policy code runs in.
@@ -48,9 +52,15 @@ class GradeSpec:
     prediction_columns: list[str]
     classes: list[Any] | None = None
     task_type: str = ""
+    #: the files ``public/`` may hold, as patterns relative to it (``test/*.png``); None: the standard files and
+    #: the media the rows point to. Anything else there is reported by the exploit audit.
+    public_files: list[str] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        if out["public_files"] is None:  # older grade.json files (and generator CONFIGs) stay byte for byte
+            out.pop("public_files")
+        return out
 
     @classmethod
     def load(cls, path: Path) -> "GradeSpec":

@@ -5,7 +5,8 @@ split), ``seed:SEED_ID`` (every verified environment synthesized from a seed), `
 except the real competitions), ``real`` (the real competitions evaluated or graded before), ``mlebench:DIR`` /
 ``mlebench:DIR:lite`` (an MLE-bench data directory, or its MLE-bench Lite competitions: :mod:`engine.eval.mlebench`),
 or a folder: one environment folder (``public/`` + ``private/``), one MLE-bench competition folder
-(``config.yaml``), or a folder holding several of either.
+(``config.yaml``), or a folder holding several of either. A folder's environments pass the exploit audit first
+(:mod:`engine.grading.audit`): one that can be won by reading a file is refused with the file and the column.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from store.envs import EnvironmentRow
 from ..config import load_settings
 from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
+from ..grading.audit import audit_env, require_clean
 from ..seeds.competition import env_from_mlebench
 from ..seeds.mlebench import is_mlebench_folder
 from .mlebench import Skipped, data_dir_competitions, parse_selector, quota_problem
@@ -37,16 +39,24 @@ def _is_env_dir(path: Path) -> bool:
     return (path / "public").is_dir() and (path / "private" / "grade.json").is_file()
 
 
+def audited_folder(folder: Path, cache_root: Path) -> EnvSpec:
+    """An environment folder (``public/`` + ``private/``) from outside the store, once it passes the exploit
+    audit against its own leaderboard."""
+    env = EnvSpec.from_dir(folder)
+    require_clean(env, audit_env(env, cache=cache_root / ".audit"), "environment folder")
+    return env
+
+
 def envs_from_folder(folder: Path, cache_root: Path, *, metric: str | None = None,
                      store: Store | None = None) -> list[EnvSpec]:
     if _is_env_dir(folder):
-        return [EnvSpec.from_dir(folder)]
+        return [audited_folder(folder, cache_root)]
     if is_mlebench_folder(folder):
         return [env_from_mlebench(folder, cache_root, metric=metric, store=store)]
     out: list[EnvSpec] = []
     for child in sorted(p for p in folder.iterdir() if p.is_dir()):
         if _is_env_dir(child):
-            out.append(EnvSpec.from_dir(child))
+            out.append(audited_folder(child, cache_root))
         elif is_mlebench_folder(child):
             out.append(env_from_mlebench(child, cache_root, metric=metric, store=store))
     if not out:

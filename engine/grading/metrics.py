@@ -186,6 +186,63 @@ METRICS: dict[str, Metric] = {
 }
 
 
+def _auc_ranks(y, s) -> float:
+    """ROC-AUC by the rank-sum (Mann-Whitney) formula: what sklearn computes, without its per-call overhead."""
+    from scipy.stats import rankdata  # heavy: only for rank metrics
+
+    y = np.asarray(y).astype(float).astype(int)
+    n1 = int(y.sum())
+    n0 = len(y) - n1
+    if n1 == 0 or n0 == 0:
+        raise ValueError("a single class")
+    r = rankdata(np.asarray(s, dtype=float))
+    return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def _mean_col_auc_ranks(y, p) -> float:
+    y, p = np.asarray(y), np.asarray(p, dtype=float)
+    scores = [_auc_ranks(y[:, j], p[:, j]) for j in range(y.shape[1]) if len(np.unique(y[:, j])) > 1]
+    if not scores:
+        raise ValueError("no column has two classes")
+    return float(np.mean(scores))
+
+
+def _f(a) -> np.ndarray:
+    return np.asarray(a, dtype=float)
+
+
+def _rmsle_np(y, p) -> float:
+    y, p = _f(y), _f(p)
+    if (p < 0).any() or (y < 0).any():
+        raise ValueError("RMSLE needs non-negative predictions")
+    return float(np.mean(np.sqrt(np.mean((np.log1p(y) - np.log1p(p)) ** 2, axis=0))))
+
+
+def _multilabel_log_loss_np(y, p) -> float:
+    y, p = _f(y), np.clip(_f(p), 1e-15, 1 - 1e-15)
+    return float(np.mean(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p), axis=0)))
+
+
+#: exact re-implementations for loops of hundreds of calls (the verifier's bootstrap, the exploit audit); the
+#: tests check each against the library's own function
+FAST_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "roc_auc": lambda y, p: _auc_ranks(np.asarray(y)[:, 0], np.asarray(p)[:, 0]),
+    "mean_columnwise_roc_auc": _mean_col_auc_ranks,
+    "accuracy": lambda y, p: float(np.mean(_col(y) == _col(p))),
+    "rmse": lambda y, p: float(np.sqrt(np.mean((_f(_col(y)) - _f(_col(p))) ** 2))),
+    "rmsle": lambda y, p: _rmsle_np(_col(y), _col(p)),
+    "mean_columnwise_rmsle": _rmsle_np,
+    "mcrmse": lambda y, p: float(np.mean(np.sqrt(np.mean((_f(y) - _f(p)) ** 2, axis=0)))),
+    "mae": lambda y, p: float(np.mean(np.abs(_f(_col(y)) - _f(_col(p))))),
+    "multilabel_log_loss": _multilabel_log_loss_np,
+}
+
+
+def fast_fn(name: str) -> Callable[[np.ndarray, np.ndarray], float]:
+    """The metric's function, or its exact fast re-implementation where one exists."""
+    return FAST_METRICS.get(name, get_metric(name).fn)
+
+
 def get_metric(name: str) -> Metric:
     try:
         return METRICS[name]

@@ -31,7 +31,7 @@ def read_frame(path: str | Path, id_column: str) -> pd.DataFrame:
         raise InvalidSubmission(f"{path.name}: not a readable CSV ({str(exc).splitlines()[0]})") from None
 
 
-def _norm_labels(values: pd.Series) -> np.ndarray:
+def norm_labels(values: pd.Series) -> np.ndarray:
     """Labels as text, with integral numbers written without a decimal part (3.0 → '3')."""
     num = pd.to_numeric(values, errors="coerce")
     if num.notna().all() and np.isfinite(num.to_numpy(dtype=float)).all():
@@ -100,9 +100,9 @@ def prediction_matrix(spec: GradeSpec, sub: pd.DataFrame, *, check_labels: bool 
     metric = get_metric(spec.metric)
     cols = spec.prediction_columns
     if metric.prediction == "label" and not metric.ordinal:
-        out = np.column_stack([_norm_labels(sub[c]) for c in cols])
+        out = np.column_stack([norm_labels(sub[c]) for c in cols])
         if check_labels and spec.classes:
-            known = set(_norm_labels(pd.Series(list(spec.classes))))
+            known = set(norm_labels(pd.Series(list(spec.classes))))
             for j, c in enumerate(cols):
                 bad = [v for v in out[:, j] if v not in known]
                 if bad:
@@ -127,7 +127,7 @@ def answers_matrix(spec: GradeSpec, answers: pd.DataFrame) -> np.ndarray:
     metric = get_metric(spec.metric)
     cols = spec.prediction_columns
     if metric.prediction == "label" and not metric.ordinal:
-        return np.column_stack([_norm_labels(answers[c]) for c in cols])
+        return np.column_stack([norm_labels(answers[c]) for c in cols])
     if metric.prediction == "ranking":
         return np.column_stack([answers[c].astype(str).to_numpy(dtype=object) for c in cols])
     return np.column_stack([pd.to_numeric(answers[c]).to_numpy(dtype=float) for c in cols])

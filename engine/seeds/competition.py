@@ -5,6 +5,10 @@ The environment lives under ``<data dir>/envs-imported/mlebench-<id>/``: ``publi
 to the split ``real`` (evaluation only: never selected by training or by ``all``). Its metric is the grader's, or
 an explicit ``--metric``, or the one a ``seeds import --metric`` recorded for the folder; its known classes are
 the training labels plus the answers' (a submitted label outside them is invalid).
+
+Every competition passes the exploit audit (:mod:`engine.grading.audit`) against its own leaderboard's gold
+threshold before it is used: one whose public files give the answers away is refused, naming the file and the
+column (its public files are what it declares; the report is cached under ``envs-imported/.audit/``).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 from store import Store
 
 from ..envs.layout import REAL_SPLIT, EnvSpec, GradeSpec
-from ..errors import SandmleError
+from ..errors import ExploitFound, SandmleError
+from ..grading.audit import audit_env, declare_all, require_clean
 from ..grading.metrics import get_metric
 from .mlebench import csv_head, distinct_values, find_prepared, load_mlebench_folder, read_yaml
 
@@ -65,7 +70,7 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str
         classes = list(classes) + sorted(found - set(classes))
     spec = GradeSpec(metric=seed.metric, lower_is_better=seed.lower_is_better, id_column=seed.id_column,
                      target_columns=list(seed.target_columns), prediction_columns=predictions, classes=classes,
-                     task_type=seed.task_type)
+                     task_type=seed.task_type, public_files=sorted({*declare_all(public), "description.md"}))
     env_id = f"mlebench-{seed.id}"
     dest = Path(cache_root) / env_id
     if dest.exists():
@@ -81,7 +86,13 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str
         "id": env_id, "title": seed.title, "modality": seed.modality, "seed_id": None, "split": REAL_SPLIT,
         "leaderboard": [{"name": f"kaggle-{i}", "score": s} for i, s in enumerate(seed.leaderboard or [])],
         "source": str(folder)}, indent=2))
-    return EnvSpec.from_dir(dest)
+    env = EnvSpec.from_dir(dest)
+    try:
+        require_clean(env, audit_env(env, cache=Path(cache_root) / ".audit"), "competition")
+    except ExploitFound:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    return env
 
 
 def _link_or_copy(src: str, dst: str) -> None:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from store import Store
 
-from ..errors import SeedError
-from .mlebench import is_mlebench_folder, load_mlebench_folder
+from ..errors import ExploitFound, SandmleError, SeedError
+from .competition import env_from_mlebench
+from .mlebench import find_prepared, is_mlebench_folder, load_mlebench_folder
 from .seed import Seed, load_seed_folder
 
 #: the seeds shipped with the project (``seeds/`` at the repository root, linked here as package data so that a
@@ -56,6 +57,8 @@ def store_seeds(store: Store, seeds: list[Seed], *, force: bool = False) -> dict
     """Store ``seeds`` in one transaction (all or nothing); returns {seed id: changed fields} for each one that
     replaced a different stored version. A changed seed that environments were synthesized from is refused, with
     what changed, unless ``force``."""
+    for seed in seeds:
+        audit_competition(store, seed)
     changes: dict[str, list[str]] = {}
     with store.transaction():
         for seed in seeds:
@@ -69,6 +72,23 @@ def store_seeds(store: Store, seeds: list[Seed], *, force: bool = False) -> dict
                 changes[seed.id] = changed
             store.seeds.upsert(seed.to_row())
     return changes
+
+
+def audit_competition(store: Store, seed: Seed) -> None:
+    """A seed imported from a prepared MLE-bench competition folder: its environment (what eval will run) must
+    pass the exploit audit, or nothing is imported. A folder that is not prepared, or whose answers cannot be
+    found, is only a seed (eval says why when it is asked to run it)."""
+    if seed.source_format != "mlebench" or not seed.source_path:
+        return
+    public, private = find_prepared(Path(seed.source_path))
+    if public is None or private is None:
+        return
+    try:
+        env_from_mlebench(seed.source_path, Path(store.data_dir) / "envs-imported", metric=seed.metric, store=store)
+    except ExploitFound:
+        raise
+    except SandmleError:
+        return
 
 
 def import_seeds(store: Store, path: str | Path, *, force: bool = False) -> list[Seed]:

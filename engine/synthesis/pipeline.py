@@ -34,6 +34,7 @@ from ..config import Settings, SynthesisSettings, load_settings
 from ..envs.layout import envs_root, new_build_dir
 from ..errors import InfrastructureError, SandmleError, SynthesisError
 from ..executors import Executor, Worker, get_executor
+from ..grading.audit import audit, changed_files
 from ..llm import Usage
 from ..sandbox import Limits, RunMeta, SandboxBackend
 from .blueprint import check_blueprint
@@ -145,8 +146,11 @@ class Synthesizer:
 
     def __init__(self, store: Store, seed: Mapping[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
                  rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
-                 budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None):
+                 budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None,
+                 exploit_audit: bool = True):
         self.store, self.seed, self.llm, self.sandbox = store, seed, llm, sandbox
+        #: False only to measure what the exploit audit costs (``sandmle bench synth``)
+        self.exploit_audit = exploit_audit
         self.run_id, self.rng_seed = run_id, rng_seed
         #: what each sandbox run of the environments records: the run, and the kind of executor that ran it
         self.meta = RunMeta(run_id=run_id, executor=executor)
@@ -372,9 +376,9 @@ class Synthesizer:
         media = next((c.name for c in summarize(draft.env_dir, spec).columns if c.kind == "media"), None)
         verdict = verify(self.sandbox, draft.env_dir, spec, seeds=tuple(range(self.settings.ladder_seeds)),
                          media_col=media, limits=self.limits, meta=self.meta, rng=draft.rng,
-                         expected=expected_profile(self.seed))
+                         expected=expected_profile(self.seed), exploit_audit=self.exploit_audit)
         draft.verdict = verdict
-        self.record(draft, "verifier", "reference ladder, fuzzing, leakage probes", verdict.report,
+        self.record(draft, "verifier", "reference ladder, fuzzing, leakage probes, exploit audit", verdict.report,
                     "ok" if verdict.ok else "refused", verdict.reason or None, None, time.perf_counter() - t2)
         if verdict.ok:
             return None
@@ -403,8 +407,31 @@ class Synthesizer:
         raise _Rejected(f"reviewer: {problems[0]}")
 
     # ------------------------------------------------------------------ storing
+    def final_audit(self, draft: Draft) -> str:
+        """The exploit audit of what changed in ``public/`` since the verifier audited it (the description written
+        after it: by the Describer, or given to ``envs add``); the reason to reject, or ""."""
+        verdict = draft.verdict
+        if not self.exploit_audit or verdict is None or draft.spec is None:
+            return ""
+        changed = changed_files(draft.env_dir, verdict.audited) if verdict.audited else None
+        if changed is not None and not changed:
+            return ""
+        t0 = time.perf_counter()
+        report = audit(draft.env_dir, draft.spec, gold=(verdict.thresholds or {}).get("gold"),
+                       strong=(verdict.report.get("means") or {}).get("strong"), only=changed)
+        verdict.report["audit_final"] = report.to_dict()
+        reason = f"exploit audit: {report.reason()}" if report.findings else ""
+        self.record(draft, "verifier", "exploit audit of the public files written after verification: "
+                    + ", ".join(sorted(changed or ["all"])), report.to_dict(), "refused" if reason else "ok",
+                    reason or None, None, time.perf_counter() - t0)
+        return reason
+
     def store_draft(self, draft: Draft, status: str, reason: str) -> EnvOutcome:
-        """Store the environment (verified: with its generator.py, byte for byte) and say how it went."""
+        """Store the environment (verified: with its generator.py, byte for byte, once the public files written
+        after verification pass the exploit audit too) and say how it went."""
+        if status == "verified":
+            reason = self.final_audit(draft)
+            status = "rejected" if reason else status
         if draft.program is not None and status == "verified":
             (draft.env_dir / "generator.py").write_bytes(draft.program.program.encode("utf-8"))
         store_environment(self.store, draft, seed=self.seed, run_id=self.run_id, backend=self.backend_name,
@@ -427,6 +454,7 @@ class SynthJob:
     rng_seed: int
     settings: Settings
     budget_usd: float | None
+    exploit_audit: bool = True
 
     def synthesizer(self, worker: Worker) -> Synthesizer:
         if worker.store is None:
@@ -435,7 +463,7 @@ class SynthJob:
         return Synthesizer(worker.store, seed, get_llm(self.backend, self.settings),
                            worker.sandbox, run_id=self.run_id, rng_seed=self.rng_seed,
                            settings=self.settings.synthesis, budget_usd=self.budget_usd,
-                           executor=worker.spec.executor)
+                           executor=worker.spec.executor, exploit_audit=self.exploit_audit)
 
 
 @dataclass(frozen=True)
@@ -456,12 +484,13 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
                rng_seed: int | None = None, settings: Settings | None = None,
                executor: str | Executor | None = None, address: str | None = None,
                max_cost_usd: float | None = None, on_done: Callable[[EnvOutcome], None] | None = None,
-               on_lost: Callable[[str], None] | None = None) -> SynthReport:
+               on_lost: Callable[[str], None] | None = None, exploit_audit: bool = True) -> SynthReport:
     """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why). The
     environments are built on ``workers`` workers of ``executor`` (local | process | ray at ``address``, default
     ``[executor] kind``; or an executor already started, kept open), their code under ``settings.sandbox``. With a
     cost budget (``max_cost_usd``, else ``[synthesis] max_cost_usd``) the run stops cleanly once it is spent:
-    environments still being built are dropped, the run is marked stopped."""
+    environments still being built are dropped, the run is marked stopped. (``exploit_audit=False`` only to measure
+    the audit's cost: ``sandmle bench synth``; no environment built so is fit to train on.)"""
     if count < 1:
         raise SynthesisError("--count must be at least 1")
     if workers < 1:
@@ -484,7 +513,7 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
                                              "workers": ex.workers, "executor": ex.name, "address": address,
                                              "rng_seed": rng_seed, "max_cost_usd": budget},
                                name=f"synth {seed_id} x{count}")
-    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget)
+    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget, exploit_audit)
     report = SynthReport(run_id=run_id, seed_id=seed_id, backend=name)
     start = time.perf_counter()
     status = "done"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..envs.layout import GradeSpec
+from ..grading.audit import declared_files
 from ..grading.metrics import METRICS, get_metric
 from .contracts import Blueprint
 
@@ -128,8 +129,11 @@ def infer_spec(env_dir: Path, metric: str, task_type: str, classes: list | None 
     if classes is not None and found is not None and sorted(map(str, classes)) != sorted(map(str, found)):
         raise SpecError([f"the scenario promises the classes {list(classes)} but the data holds {found}"])
     order = list(classes) if classes is not None and found is not None else found
+    # what public/ may hold: the standard files and the folders of the media the rows point to (anything else the
+    # program wrote is reported by the exploit audit)
     return GradeSpec(metric=metric, lower_is_better=m.lower_is_better, id_column=idc, target_columns=targets,
-                     prediction_columns=pred, classes=order, task_type=task_type)
+                     prediction_columns=pred, classes=order, task_type=task_type,
+                     public_files=declared_files(env_dir))
 
 
 def summarize(env_dir: Path, spec: GradeSpec) -> DataSummary:

@@ -1,6 +1,8 @@
 """The Verifier: run the reference ladder in the sandbox (a workspace holding only ``public/``), score it outside,
-and accept an environment only if it is learnable, discriminative, not saturated, its grader survives fuzzing
-and no leakage probe fires. It also builds the leaderboard and medal thresholds."""
+and accept an environment only if it is learnable, discriminative, not saturated, its grader survives fuzzing,
+no leakage probe fires and the exploit audit (:mod:`engine.grading.audit`: can the answers be read off a public
+file?) finds nothing against the ladder's gold threshold and strong reference. It also builds the leaderboard and
+medal thresholds."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import pandas as pd
 
 from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission, SandboxError
-from ..grading.metrics import get_metric
+from ..grading.audit import audit
+from ..grading.metrics import fast_fn, get_metric
 from ..grading.score import answers_matrix, prediction_matrix, read_frame, score_submission, validate
 from ..grading.thresholds import thresholds
 from ..sandbox import Limits, RunMeta, SandboxBackend
@@ -46,6 +49,8 @@ class Verdict:
     report: dict[str, Any] = field(default_factory=dict)
     leaderboard: list[dict[str, Any]] = field(default_factory=list)
     thresholds: dict[str, Any] | None = None
+    #: the public files the exploit audit read → their hashes (what changes after it is audited again)
+    audited: dict[str, str] = field(default_factory=dict)
 
 
 def run_ladder(sandbox: SandboxBackend, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...] = (0, 1), *,
@@ -100,37 +105,11 @@ def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: f
     return out
 
 
-def _auc(y: np.ndarray, s: np.ndarray) -> float:
-    """ROC-AUC by the rank-sum (Mann-Whitney) formula: what sklearn computes, without its per-call overhead."""
-    from scipy.stats import rankdata  # heavy: only for rank metrics
-
-    y = np.asarray(y).astype(float).astype(int)
-    n1 = int(y.sum())
-    n0 = len(y) - n1
-    if n1 == 0 or n0 == 0:
-        raise ValueError("a single class")
-    r = rankdata(np.asarray(s, dtype=float))
-    return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
-def _mean_col_auc_fast(y, p) -> float:
-    y, p = np.asarray(y), np.asarray(p, dtype=float)
-    scores = [_auc(y[:, j], p[:, j]) for j in range(y.shape[1]) if len(np.unique(y[:, j])) > 1]
-    if not scores:
-        raise ValueError("no column has two classes")
-    return float(np.mean(scores))
-
-
-#: exact re-implementations used only inside the bootstrap loop (hundreds of calls)
-FAST_METRICS = {"roc_auc": lambda y, p: _auc(np.asarray(y)[:, 0], np.asarray(p)[:, 0]),
-                "mean_columnwise_roc_auc": _mean_col_auc_fast}
-
-
 def paired_bootstrap_interval(spec: GradeSpec, answers: pd.DataFrame, best: pd.DataFrame, trivial: pd.DataFrame,
                               rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> tuple[float, float]:
     """The (q, 1 − q) quantiles of (best − constant) over bootstrap resamples of the test rows: a lower bound > 0
     means the lead holds beyond the test set's sampling noise (a fluke on random labels does not)."""
-    fn = FAST_METRICS.get(spec.metric, get_metric(spec.metric).fn)
+    fn = fast_fn(spec.metric)
     sign = -1.0 if spec.lower_is_better else 1.0
     Y = answers_matrix(spec, answers)
     Pb = prediction_matrix(spec, validate(spec, answers, best))
@@ -293,9 +272,11 @@ def leaderboard(spec: GradeSpec, answers: pd.DataFrame, scored: list[tuple[Ladde
 
 def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1),
            media_col: str | None = None, limits: Limits | None = None, meta: RunMeta | None = None,
-           rng: np.random.Generator | None = None, expected: Profile | None = None) -> Verdict:
+           rng: np.random.Generator | None = None, expected: Profile | None = None,
+           exploit_audit: bool = True) -> Verdict:
     """Accept or reject one environment; ``expected`` (the seed's profile) is checked first: an environment that
-    loses what makes its seed that task (classes, feature kind and count, id and submission format) is rejected."""
+    loses what makes its seed that task (classes, feature kind and count, id and submission format) is rejected.
+    (``exploit_audit=False`` only to measure what the audit costs: ``sandmle bench synth``.)"""
     rng = rng or np.random.default_rng(0)
     if expected is not None:
         measured = measure(env_dir, spec)
@@ -363,4 +344,17 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
     report["leaks_fired"] = leak_problems
     if leak_problems:
         return Verdict(False, "leakage: " + leak_problems[0], "engineer", 1.0, report)
-    return Verdict(True, "", report=report, leaderboard=board, thresholds=th.to_dict())
+    accepted = Verdict(True, "", report=report, leaderboard=board, thresholds=th.to_dict())
+    return _audited(env_dir, spec, accepted, means["strong"]) if exploit_audit else accepted
+
+
+def _audited(env_dir: Path, spec: GradeSpec, verdict: Verdict, strong: float) -> Verdict:
+    """The last check: can the answers be read off a public file (the exploit audit, against the ladder's gold
+    threshold and strong reference)? ``verdict`` (an acceptance) is returned with what it read, or a rejection."""
+    gold = (verdict.thresholds or {}).get("gold")
+    exploits = audit(env_dir, spec, gold=gold, strong=strong)
+    verdict.report["audit"] = exploits.to_dict()
+    if exploits.findings:
+        return Verdict(False, "exploit audit: " + exploits.reason(), "engineer", 1.0, verdict.report)
+    verdict.audited = exploits.files
+    return verdict

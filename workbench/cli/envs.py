@@ -1,4 +1,4 @@
-"""`sandmle envs list|show|add|diversity|split|export|import|delete`: the stored environments."""
+"""`sandmle envs list|show|add|audit|diversity|split|export|import|delete`: the stored environments."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from engine.envs.storage import delete_env, export_env
+from engine.eval.reaudit import audit_stored, stored_ids
 from engine.exchange.export import INDEX, REWARDS, ExportOptions, export_envs
 from engine.exchange.source import FORMATS
 from engine.eval.select import set_split
@@ -246,3 +247,28 @@ def delete(ctx: Context, env_id: str, as_json: bool) -> None:
         emit_json({"id": env_id, "deleted": True, "dir": row.get("dir")})
     else:
         click.echo(f"deleted {env_id}")
+
+
+@envs.command("audit")
+@click.argument("selector", required=False)
+@click.option("--reject", is_flag=True, help="Mark each environment with a finding rejected (files and rows stay).")
+@click.option("--json", "as_json", is_flag=True, help="Print every environment's audit as JSON.")
+@pass_ctx
+def audit(ctx: Context, selector: str | None, reject: bool, as_json: bool) -> None:
+    """Rerun the exploit audit (and the verifier's leakage probes) on stored environments: one line per finding,
+    exit 1 when any is found. SELECTOR as in `eval --envs` (env ids, split:NAME, seed:ID, all, real;
+    default: every verified environment)."""
+    results = [audit_stored(ctx.store, env_id, reject=reject) for env_id in stored_ids(ctx.store, selector)]
+    flagged = [r for r in results if r.lines]
+    if as_json:
+        emit_json([r.to_dict() for r in results])
+    else:
+        for r in results:
+            for line in r.lines:
+                click.echo(f"{r.env_id}: {line}")
+        marked = sum(r.rejected for r in results)
+        click.echo(f"audited {len(results)} environment{'s' if len(results) != 1 else ''}: "
+                   f"{len(flagged)} with findings ({sum(len(r.lines) for r in flagged)} in all)"
+                   + (f", {marked} marked rejected" if reject else ""))
+    if flagged:
+        sys.exit(1)

@@ -1,0 +1,79 @@
+"""``sandmle envs audit``: the exploit audit and the verifier's leakage probes rerun on stored environments —
+after an upgrade of the audit, on environments stored before it existed, on environments whose files were
+touched — with the findings of each, and optionally the environment marked rejected."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from store import Store
+
+from ..envs.layout import REAL_SPLIT, EnvSpec
+from ..errors import SandmleError
+from ..grading.audit import AuditReport, audit_env
+from ..grading.audit.sources import media_columns
+from ..grading.score import read_frame
+from ..synthesis.verifier import leakage
+from .select import select_envs
+
+
+@dataclass
+class StoredAudit:
+    env_id: str
+    report: AuditReport
+    #: what the verifier's leakage probes say now (not run on real competitions: they hold full-size data)
+    probes: list[str] = field(default_factory=list)
+    rejected: bool = False
+
+    @property
+    def lines(self) -> list[str]:
+        return [f.line() for f in self.report.findings] + [f"verifier probe: {p}" for p in self.probes]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.env_id, "findings": [{**f.to_dict(), "line": f.line()} for f in self.report.findings],
+                "probes": self.probes, "attempts": self.report.attempts, "candidates": self.report.candidates,
+                "best": self.report.best, "bar": self.report.bar, "skipped": self.report.skipped,
+                "wall_s": self.report.wall_s, "rejected": self.rejected}
+
+
+def stored_value(data: object, *keys: str) -> object:
+    """``data[k1][k2]…`` of a stored JSON value (a verification report), None where a level is missing."""
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data
+
+
+def stored_ids(store: Store, selector: str | None) -> list[str]:
+    """The stored environments a selector names (as ``eval --envs`` reads it; default: every verified one, the
+    real competitions included). Folders are not stored: they are audited when they are used."""
+    if selector is None:
+        return [r["id"] for r in store.envs.list(status="verified")]
+    for part in (p.strip() for p in selector.split(",") if p.strip()):
+        if Path(part).expanduser().is_dir() or part.startswith("mlebench:"):
+            raise SandmleError(f"{part}: envs audit reads stored environments (a folder is audited whenever eval, "
+                               "rollout or seeds import uses it)", hint="give env ids, split:NAME, seed:ID, all or real")
+    return [spec.id for spec in select_envs(store, selector)]
+
+
+def audit_stored(store: Store, env_id: str, *, reject: bool = False) -> StoredAudit:
+    """Audit one stored environment against its stored gold threshold and strong reference; with ``reject``, one
+    with findings is marked rejected (its files and rows stay)."""
+    row = store.envs.get(env_id)
+    env = EnvSpec.from_store(store, env_id)
+    if not env.answers.is_file():
+        raise SandmleError(f"environment {env_id}: no answers at {env.answers}")
+    strong = stored_value(row["verification"], "report", "means", "strong")
+    real = row["split"] == REAL_SPLIT
+    cache = Path(store.data_dir) / "envs-imported" / ".audit" if real else None
+    out = StoredAudit(env_id, audit_env(env, strong=float(strong) if isinstance(strong, (int, float)) else None,
+                                        cache=cache))
+    if not real and (env.public / "train.csv").is_file() and (env.public / "test.csv").is_file():
+        test = read_frame(env.public / "test.csv", env.grade.id_column)
+        media = next(iter(media_columns(test, env.public)), None)
+        _, out.probes = leakage(env.grade, env.public, read_frame(env.answers, env.grade.id_column), media)
+    if reject and out.lines and row["status"] != "rejected":
+        store.envs.update(env_id, status="rejected", reason=f"exploit audit: {out.lines[0]}")
+        out.rejected = True
+    return out

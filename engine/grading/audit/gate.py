@@ -1,0 +1,46 @@
+"""The audit at the doors an environment comes in by without synthesis: a folder given to eval or rollout, an
+MLE-bench competition (evaluated, or imported with ``seeds import``), any other import. The bar is the
+environment's own leaderboard (its gold threshold); the report is cached beside the imported copies, keyed by the
+files, the grading spec and the bar, so a competition is audited once until it changes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from ...envs.layout import EnvSpec
+from ...errors import ExploitFound
+from ..grade import env_thresholds
+from .run import AuditReport, audit, file_hashes
+
+
+def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] | None = None,
+              cache: str | Path | None = None) -> AuditReport:
+    """The audit of one environment folder against its leaderboard's gold threshold (and ``strong``, where a
+    reference solution was run); reused from ``cache`` while nothing it depends on changed."""
+    th = env_thresholds(env)
+    gold = th.gold if th is not None else None
+    key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), gold, strong, declared],
+                                    sort_keys=True, default=str).encode()).hexdigest()
+    path = Path(cache) / f"{env.id}.json" if cache is not None else None
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            if data.get("key") == key:
+                return AuditReport.from_dict(data["report"])
+        except (ValueError, KeyError, TypeError):
+            pass
+    report = audit(env.dir, env.grade, gold=gold, strong=strong, declared=declared)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"key": key, "report": report.to_dict()}, default=str))
+    return report
+
+
+def require_clean(env: EnvSpec, report: AuditReport, what: str = "environment") -> None:
+    """Refuse an environment the audit found a way to win without learning (one line naming the file and the
+    column)."""
+    if report.findings:
+        raise ExploitFound(f"{what} {env.id} refused by the exploit audit: {report.reason()}",
+                           hint="see docs/audit.md; `sandmle envs audit` lists every finding of a stored one")
