@@ -4,8 +4,11 @@ the data dir unless --out names a folder."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
+
+from engine.sandbox.features import bwrap_works, detect
 
 from conftest import ROOT
 
@@ -29,3 +32,7 @@ def test_bench_sandbox_quick_writes_its_rows(run_cli, home):
         assert isinstance(data["summary"]["target_met"], bool)
         assert data["summary"]["ml_step_cold_over_warm"] > 1  # warm skips the ~1 s import
     assert any("docker" in n for n in data["notes"]) or ("empty step", "docker") in modes
+    assert {row["user"] for row in data["rows"]} == {"root" if os.geteuid() == 0 else data["summary"]["user"]}
+    local = [row for row in data["rows"] if row["mode"].startswith("local")]
+    expected = "jail" if detect().namespaces else ("bwrap" if bwrap_works() else "none")
+    assert {row["isolation"].split(":")[0] for row in local} == {expected}  # what the runs' records said

@@ -90,3 +90,17 @@ def test_no_step_sees_another_workspace(tmp_path):
         for key in ("by_path", "workspaces", "proc_fds", "abstract_socket"):
             assert out[key] == "denied", (key, out)
         assert max(out["pids"]) < 10  # its own pid namespace: a handful of its own processes
+
+
+def test_a_run_below_its_process_limit_goes_on_and_one_over_it_is_stopped(tmp_path):
+    """Below max_procs a run's children live and it ends ok; forking past it ends the run `killed` (a pids cgroup,
+    or RLIMIT_NPROC plus the count of the run's tasks without one), warm and cold alike."""
+    spawn = ("import os, time\nkids = []\nfor _ in range({n}):\n    pid = os.fork()\n    if pid == 0:\n"
+             "        time.sleep(1.0)\n        os._exit(0)\n    kids.append(pid)\n"
+             "for pid in kids:\n    os.waitpid(pid, 0)\nprint('all', len(kids))\n")
+    with get_backend("local", root=tmp_path, warm=True) as backend, backend.open() as ws:
+        for warm in (True, False):
+            ok = ws.run_python(spawn.format(n=6), warm=warm, limits=Limits(max_procs=10, timeout_s=30))
+            assert (ok.status, ok.stdout_tail) == ("ok", "all 6\n"), (warm, ok.status, ok.stderr_tail[-300:])
+            over = ws.run_python(spawn.format(n=40), warm=warm, limits=Limits(max_procs=10, timeout_s=30))
+            assert over.status == "killed" and any("process limit" in w for w in over.warnings), (warm, over.warnings)

@@ -81,7 +81,8 @@ class User:
     def env(self, **extra: str) -> dict[str, str]:
         env = {"PATH": f"{self.bin}:/usr/local/bin:/usr/bin:/bin", "HOME": str(self.home), "USER": NAME,
                "LOGNAME": NAME, "TMPDIR": str(self.home / "tmp"), "SANDMLE_HOME": str(self.home / "data"),
-               "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
+               "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1",
+               "PYTHONPATH": str(ROOT)}  # this checkout's code, whichever the venv was installed from
         for passed in ("PIP_FIND_LINKS", "DOCKER_HOST"):  # root's local wheels (CPU torch), the daemon
             if passed in os.environ:
                 env[passed] = os.environ[passed]
@@ -121,3 +122,36 @@ class User:
                 outcomes[name] += ": " + ((detail.get("message") or "") if detail is not None else "")[:300]
         outcomes["_output"] = proc.stdout[-3000:]
         return outcomes
+
+
+def main(argv: list[str]) -> int:
+    """``python tests/unprivileged.py [--copy-to DIR] SANDMLE_ARGS...`` (as root): run the installed ``sandmle``
+    as the test user, with a fresh home; ``--copy-to`` copies the result files its ``bench`` wrote (in the
+    user's data dir) to DIR. How benchmarks/results/sandbox-unprivileged.json is made on a machine where we are
+    root: ``.venv/bin/python tests/unprivileged.py --copy-to benchmarks/results bench sandbox``."""
+    import tempfile
+
+    copy_to = None
+    if argv[:1] == ["--copy-to"]:
+        copy_to, argv = Path(argv[1]), argv[2:]
+    reason = why_not()
+    if reason:
+        print(f"error: {reason}", file=sys.stderr)
+        return 2
+    tmp = Path(tempfile.mkdtemp(prefix="sandmle-as-user-"))
+    try:
+        user = User(tmp)
+        proc = user.run([str(user.bin / "sandmle"), *argv], timeout=7200)
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr)
+        if copy_to is not None:
+            for result in sorted((user.home / "data" / "bench").glob("*")):
+                shutil.copy(result, copy_to / result.name)
+                print(f"copied {result.name} to {copy_to}", file=sys.stderr)
+        return proc.returncode
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -27,7 +27,7 @@ from store import Store, owners
 
 from ..config import SandboxSettings
 from ..errors import SandboxError
-from . import cgroups
+from . import cgroups, pidns
 from . import features as _features
 from .base import (
     HostFolderFiles, Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish,
@@ -460,20 +460,21 @@ class LocalBackend(SandboxBackend):
                     inner = [venv_python(), "-S", "-E", "-c", SET_NPROC, str(nproc), *argv]
                 spec["argv"] = self._bwrap_argv(ws, inner, limits)
             handle = self._launch_cold(spec)
-        if cg is not None and cg.has("pids") or self.mode == "none":
+        if cg is not None and cg.has("pids") or self.mode == "none" or not pidns.AVAILABLE:
             return handle, None
-        kind = "warm" if not cold else ("bwrap" if self.mode == "bwrap" else "cold")
-        return handle, RunTasks(handle.pid, kind=kind, extra=jail_tasks[1])
+        return handle, RunTasks(handle.pid, extra=jail_tasks[1])
 
     def _jail_tasks(self, cold: bool) -> tuple[int, int]:
-        """The jail's own tasks: (those counted by RLIMIT_NPROC in the run's user namespace, those inside the
-        run's pid namespace). Cold jail: the launcher and the init (pid 1 inside); bubblewrap: its init; warm:
-        none (the run is pid 1 itself). As root the jail's processes stay root, which RLIMIT_NPROC leaves out."""
+        """The jail's own tasks: (those RLIMIT_NPROC counts in the run's user namespace, those in the process
+        tree of the run). Cold: the launcher and the run's init (pid 1 inside), both in the user namespace
+        without root; bubblewrap: the launcher, bubblewrap and its init (only the init in its user namespace);
+        warm: none (the run is pid 1 itself). As root the jail's processes stay root, which RLIMIT_NPROC leaves
+        out."""
         if not cold:
             return 0, 0
         if self.mode == "bwrap":
-            return (0 if self.features.root else 1), 1
-        return (2 if self.userns else 0), 1
+            return (0 if self.features.root else 1), 3
+        return (2 if self.userns else 0), 2
 
     def _watch(self, ws: LocalWorkspace, handle: RunHandle, cg: RunCgroup | None, tasks: RunTasks | None,
                limits: Limits, start: float, cap: int, out_path: Path, err_path: Path,

@@ -6,6 +6,11 @@ from __future__ import annotations
 import signal
 
 
+#: what a refused fork (EAGAIN: the process limit) leaves in stderr: Python's exception, the shells' messages
+FORK_REFUSED = ("BlockingIOError: [Errno 11] Resource temporarily unavailable", "fork: Resource temporarily unavailable",
+                "Cannot fork", "fork: retry: Resource temporarily unavailable")
+
+
 def classify(code: int | None, stderr: str, *, mem_hit: bool, pids_hit: bool, disk_full: bool,
              cpu_over: bool) -> tuple[str, str | None]:
     """``code``: the exit code, negative for a signal. The ``*_hit`` flags come from the backend's counters."""
@@ -15,7 +20,7 @@ def classify(code: int | None, stderr: str, *, mem_hit: bool, pids_hit: bool, di
         return "timeout", "CPU time limit reached"
     if mem_hit or "MemoryError" in stderr or "Cannot allocate memory" in stderr:
         return "memory", "memory limit reached"
-    if pids_hit:
+    if pids_hit or any(hint in stderr for hint in FORK_REFUSED):
         return "killed", "process limit reached"
     if disk_full or code == -signal.SIGXFSZ or "File too large" in stderr or "No space left on device" in stderr:
         return "killed", "disk limit reached"

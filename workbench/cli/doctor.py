@@ -78,6 +78,10 @@ def _docker() -> Check:
         return Check("docker daemon", True, f"answers (server {client.version().get('Version', '?')})", optional=True)
     except Exception as exc:  # any failure to reach the daemon means "not available"
         reason = str(exc).splitlines()[0][:120]
+        if "Permission denied" in str(exc) or "PermissionError" in str(exc):
+            return Check("docker daemon", False, f"a daemon's socket is there but not open to this user ({reason})",
+                         "join the socket's group (sudo usermod -aG docker $USER, then log in again) or run a "
+                         "rootless dockerd and set DOCKER_HOST (docs/sandbox.md)", optional=True)
         return Check("docker daemon", False, f"no daemon answers ({reason})",
                      "start dockerd or use the local sandbox backend", optional=True)
 
@@ -117,8 +121,8 @@ def _isolation_checks() -> list[Check]:
     if f.namespaces:
         warm, how = local.probe_warm()
         checks.append(Check("sandbox: warm worker", warm,
-                            "starts: numpy/pandas/sklearn imported once, each step a fresh clone into fresh "
-                            "namespaces" if warm else f"does not start ({how}); runs go cold", None, optional=True))
+                            f"starts: {', '.join(load_settings().sandbox.warm_imports) or 'nothing'} imported "
+                            "once, each step a fresh clone into fresh namespaces" if warm else f"does not start ({how}); runs go cold", None, optional=True))
     else:
         checks.append(Check("sandbox: warm worker", False, "needs the jail (see namespaces); runs go cold",
                             GET_NAMESPACES, optional=True))
