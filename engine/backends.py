@@ -1,8 +1,9 @@
-"""The backends a setting names: sandbox backends (``[sandbox] backend``) and executors (``[executor] kind``).
+"""The backends a setting names: sandbox backends (``[sandbox] backend``), executors (``[executor] kind``) and
+synthesis backends (``[synthesis] backend``).
 
 One list each, and everything else is derived from it: the settings' validation (:mod:`engine.config`), the
-training config's, the CLI's choices and help, and the factories (``engine.sandbox.get_backend``,
-``engine.executors.get_executor``). An entry names its class by ``"module:Class"`` and the factory loads it when it
+training config's, the CLI's choices and help, the workbench's forms, and the factories (``engine.sandbox.get_backend``,
+``engine.executors.get_executor``, ``engine.synthesis.backends.get_synthesis_backend``). An entry names its class by ``"module:Class"`` and the factory loads it when it
 builds one (as SWE-ReX's backend configs and MLE-bench's task registry name code): the settings sit below the
 packages that implement the backends, so they can only name them. Adding a backend is its module plus one entry.
 """
@@ -75,4 +76,12 @@ EXECUTORS = Registry(
     Backend("local", "engine.executors.local:LocalExecutor", "threads of one process"),
     Backend("process", "engine.executors.process:ProcessExecutor", "spawned processes"),
     Backend("ray", "engine.executors.ray:RayExecutor", "a local Ray, or the cluster at ray_address"),
+)
+
+#: who answers the synthesis roles; each entry names a function ``build(settings: Settings) -> SynthesisBackend``
+SYNTHESIS_BACKENDS = Registry(
+    "synthesis backend",
+    Backend("procedural", "engine.synthesis.backends.procedural:build", "templates, offline, no LLM"),
+    Backend("anthropic", "engine.synthesis.backends.chat:anthropic", "Claude through the official SDK"),
+    Backend("openai", "engine.synthesis.backends.chat:openai", "any OpenAI-compatible endpoint"),
 )

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from store.paths import data_dir
 
-from .backends import EXECUTORS, SANDBOX_BACKENDS
+from .backends import EXECUTORS, SANDBOX_BACKENDS, SYNTHESIS_BACKENDS
 from .errors import ConfigError
 
 
@@ -85,7 +85,7 @@ SynthesisRole = Literal["analyst", "designer", "grader", "engineer", "describer"
 
 
 class SynthesisSettings(_Section):
-    backend: Literal["procedural", "anthropic", "openai"] = Field("procedural", description="LLM backend")
+    backend: str = Field("procedural", description="who answers the roles: " + SYNTHESIS_BACKENDS.described())
     max_retries: int = Field(3, ge=0, description="times an answer that fails its role's contract is sent back")
     max_programs: int = Field(3, ge=1, description="generator programs per scenario before the Designer is asked "
                                                    "again (K)")
@@ -97,6 +97,11 @@ class SynthesisSettings(_Section):
                                           "{reviewer = \"claude-haiku-4-5\"}")
     max_tokens: int = Field(8192, ge=256, description="longest answer of one role call (a whole generator.py)")
     max_cost_usd: float | None = Field(None, ge=0, description="stop a synthesis run cleanly once it has spent this")
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        return SYNTHESIS_BACKENDS.check(value)
 
 
 class AnthropicSettings(_Section):

@@ -18,7 +18,7 @@ from ..grading.metrics import METRICS
 from ..sandbox import get_backend
 from .blueprint import analyze
 from .contracts import Blueprint, ContractError, GeneratorProgram
-from .llm.procedural import ProceduralBackend
+from .backends.procedural import ProceduralBackend
 from .pipeline import EnvOutcome, Synthesizer
 from .realized import metric_problems
 from .record import Draft

@@ -44,7 +44,7 @@ from .engineer import check_output, missing_files, run_generator
 from .evidence import Evidence
 from .fidelity import expected_profile
 from .grader import prove
-from .llm import LLMBackend, MalformedOutput, get_llm
+from .backends import MalformedOutput, SynthesisBackend, get_synthesis_backend
 from .realized import SpecError, blueprint_problems, describe_from_data, infer_spec, metric_problems, summarize
 from .record import Draft, store_environment
 from .reviewer import review
@@ -144,17 +144,17 @@ class Synthesizer:
     registry (the fingerprints of every environment, those being built included) and the money spent (the
     attempts' recorded cost), so any number of workers anywhere keep to one registry and one budget."""
 
-    def __init__(self, store: Store, seed: Mapping[str, Any], llm: LLMBackend, sandbox: SandboxBackend, *, run_id: str,
-                 rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
+    def __init__(self, store: Store, seed: Mapping[str, Any], backend: SynthesisBackend, sandbox: SandboxBackend, *,
+                 run_id: str, rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
                  budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None,
                  exploit_audit: bool = True):
-        self.store, self.seed, self.llm, self.sandbox = store, seed, llm, sandbox
+        self.store, self.seed, self.backend, self.sandbox = store, seed, backend, sandbox
         #: False only to measure what the exploit audit costs (``sandmle bench synth``)
         self.exploit_audit = exploit_audit
         self.run_id, self.rng_seed = run_id, rng_seed
         #: what each sandbox run of the environments records: the run, and the kind of executor that ran it
         self.meta = RunMeta(run_id=run_id, executor=executor)
-        self.backend_name = backend_name or llm.name
+        self.backend_name = backend_name or backend.name
         self.settings = settings or SynthesisSettings()
         self.budget_usd = budget_usd
         self.limits = limits or sandbox.default_limits
@@ -166,7 +166,7 @@ class Synthesizer:
         return self.budget_usd is not None and self.store.envs.run_cost(self.run_id) >= self.budget_usd
 
     def close(self) -> None:
-        self.llm.close()
+        self.backend.close()
 
     # ------------------------------------------------------------------ bookkeeping
     def record(self, draft: Draft, role: str, prompt: str, output: Any, verdict: str, feedback: str | None,
@@ -194,7 +194,7 @@ class Synthesizer:
             output: str | dict[str, Any] = ""
             answer = None
             try:
-                comp = self.llm.complete(request)
+                comp = self.backend.complete(request)
                 usage, output = comp.usage, comp.text or comp.data
                 answer = contract.parse(comp.data)
                 feedback = check(answer) if check else []
@@ -460,7 +460,7 @@ class SynthJob:
         if worker.store is None:
             raise SynthesisError("a synthesis worker needs the store")
         seed = worker.store.seeds.get(self.seed_id)
-        return Synthesizer(worker.store, seed, get_llm(self.backend, self.settings),
+        return Synthesizer(worker.store, seed, get_synthesis_backend(self.backend, self.settings),
                            worker.sandbox, run_id=self.run_id, rng_seed=self.rng_seed,
                            settings=self.settings.synthesis, budget_usd=self.budget_usd,
                            executor=worker.spec.executor, exploit_audit=self.exploit_audit)
@@ -502,7 +502,7 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
     seed = store.seeds.get(seed_id)
     if not seed.get("enabled", 1):
         raise SynthesisError(f"seed {seed_id} is disabled", hint=f"sandmle seeds enable {seed_id}")
-    probe = get_llm(backend, settings)  # a backend that cannot be built (no API key) fails here, first
+    probe = get_synthesis_backend(backend, settings)  # a backend that cannot be built (no API key) fails here, first
     name = probe.name
     probe.close()
     if rng_seed is None:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import click
 
+from engine.backends import SYNTHESIS_BACKENDS
 from engine.config import load_settings
 from engine.synthesis.pipeline import synthesis_executor, synthesize
 
-from .common import Context, emit_json, executor_options, json_option, pass_ctx, progress, table, warn, wide_option
+from .common import (Context, NameChoice, emit_json, executor_options, json_option, pass_ctx, progress, table, warn,
+                     wide_option)
 from .sandbox_options import sandbox_options
 
 
 @click.command()
 @click.option("--seed", "seed_id", required=True, help="Seed task to imitate (see `sandmle seeds list`).")
 @click.option("--count", type=click.IntRange(min=1), default=1, show_default=True, help="Environments to attempt.")
-@click.option("--backend", type=click.Choice(["procedural", "anthropic", "openai"]), default=None,
+@click.option("--backend", type=NameChoice(SYNTHESIS_BACKENDS), default=None,
               help="Synthesis backend (default: [synthesis] backend in the config, else procedural).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Environments built at once (default: [executor] workers).")

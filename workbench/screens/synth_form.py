@@ -8,7 +8,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select
 
-BACKENDS = ("procedural", "anthropic", "openai")
+from engine.backends import SYNTHESIS_BACKENDS
 
 
 class SynthFormScreen(ModalScreen[dict | None]):
@@ -32,7 +32,7 @@ class SynthFormScreen(ModalScreen[dict | None]):
                 yield Input("4", id="synth-count", type="integer", compact=True)
             with Horizontal(classes="form-row"):
                 yield Label("backend", classes="form-label")
-                yield Select([(b, b) for b in BACKENDS], value=self.default_backend, allow_blank=False,
+                yield Select([(b, b) for b in SYNTHESIS_BACKENDS], value=self.default_backend, allow_blank=False,
                              id="synth-backend")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start (ctrl+s)", id="start", variant="primary", disabled=not self.available, compact=True)

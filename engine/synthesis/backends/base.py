@@ -28,7 +28,7 @@ class Completion:
     usage: Usage | None = None
 
 
-class LLMBackend(abc.ABC):
+class SynthesisBackend(abc.ABC):
     name: str = ""
 
     @abc.abstractmethod

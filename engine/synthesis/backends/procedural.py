@@ -16,7 +16,8 @@ from ..designer import design
 from ..engineer import build_config, difficulty, render_program
 from ..grader import grade_spec
 from ..roles import RoleContext, RoleRequest
-from .base import Completion, LLMBackend
+from ...config import Settings
+from .base import Completion, SynthesisBackend
 
 TEMPLATE_DEPENDENCE = {
     "tabular": "a sparse random combination of the numeric and categorical features (with interactions and "
@@ -28,7 +29,7 @@ TEMPLATE_DEPENDENCE = {
 }
 
 
-class ProceduralBackend(LLMBackend):
+class ProceduralBackend(SynthesisBackend):
     name = "procedural"
 
     def complete(self, request: RoleRequest) -> Completion:
@@ -116,3 +117,8 @@ def scenario_from_recipe(recipe: dict[str, Any], blueprint: Blueprint) -> Scenar
                     target_dependence=TEMPLATE_DEPENDENCE[blueprint.modality], classes=recipe.get("classes"),
                     class_priors=recipe.get("class_priors"), n_train=int(recipe["n_train"]),
                     n_test=int(recipe["n_test"]), media_column=recipe.get("media_column"), recipe=recipe)
+
+
+def build(settings: Settings) -> ProceduralBackend:
+    """The procedural backend (it needs no settings: everything it draws comes with each request's RNG)."""
+    return ProceduralBackend()

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ...config import SynthesisRole
+from ...config import Settings, SynthesisRole
+from ...llm import clients
 from ...llm.anthropic import AnthropicClient
 from ...llm.openai import OpenAIClient
 from ..roles import RoleRequest
-from .base import Completion, LLMBackend, MalformedOutput, extract_json
+from .base import Completion, SynthesisBackend, MalformedOutput, extract_json
 
 
-class ChatBackend(LLMBackend):
+class ChatBackend(SynthesisBackend):
     def __init__(self, client: AnthropicClient | OpenAIClient, *, models: Mapping[SynthesisRole, str] | None = None,
                  max_tokens: int | None = None):
         self.client, self.models, self.max_tokens = client, dict(models or {}), max_tokens
@@ -29,3 +30,15 @@ class ChatBackend(LLMBackend):
 
     def close(self) -> None:
         self.client.close()
+
+
+def anthropic(settings: Settings) -> ChatBackend:
+    """The roles played by Claude (``[anthropic]``, ``[synthesis] models`` and ``max_tokens``)."""
+    return ChatBackend(clients.anthropic(settings.anthropic), models=settings.synthesis.models,
+                       max_tokens=settings.synthesis.max_tokens)
+
+
+def openai(settings: Settings) -> ChatBackend:
+    """The roles played by an OpenAI-compatible endpoint (``[openai]``, ``[synthesis] models`` and ``max_tokens``)."""
+    return ChatBackend(clients.openai(settings.openai), models=settings.synthesis.models,
+                       max_tokens=settings.synthesis.max_tokens)
