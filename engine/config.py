@@ -133,6 +133,18 @@ class MLEBenchSettings(_Section):
                           "competition) for data directories that hold only prepared/ data")
 
 
+class VLLMSettings(_Section):
+    command: str | None = Field(None, description=(
+        "the command that starts a vLLM server in place of `vllm serve` (e.g. a container wrapper); "
+        "SANDMLE_VLLM_COMMAND overrides it; unset: .venv-vllm/bin/vllm (make vllm), else vllm on PATH"))
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="dtype of a server the trainer starts: auto = the trainer's own (float32 on a CPU)")
+    kv_cache_gib: int = Field(1, ge=1, description="KV cache of a vLLM built for CPU (VLLM_CPU_KVCACHE_SPACE, GiB)")
+    max_model_len: int | None = Field(None, ge=16, description="--max-model-len of a started server (unset: the "
+                                                                "model's own)")
+    startup_s: float = Field(900.0, gt=0, description="how long a started server may take to answer /health")
+
+
 class Settings(_Section):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     executor: ExecutorSettings = Field(default_factory=ExecutorSettings)
@@ -141,6 +153,7 @@ class Settings(_Section):
     openai: OpenAISettings = Field(default_factory=OpenAISettings)
     workbench: WorkbenchSettings = Field(default_factory=WorkbenchSettings)
     mlebench: MLEBenchSettings = Field(default_factory=MLEBenchSettings)
+    vllm: VLLMSettings = Field(default_factory=VLLMSettings)
 
 
 def config_path() -> Path:

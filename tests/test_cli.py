@@ -40,8 +40,20 @@ def test_doctor_json(run_cli):
     assert "training device: cpu" in checks["torch"]["detail"] or "cuda" in checks["torch"]["detail"]
     assert "schema v" in checks["store"]["detail"]
     assert "docker daemon" in checks and "ray" in checks and "anthropic key" in checks
-    # no vLLM on these machines: reported as optional and missing, with the way to get it
-    assert checks["vllm"]["optional"] and not checks["vllm"]["ok"] and "sandmle[vllm]" in checks["vllm"]["fix"]
+    # vLLM is optional: found (make vllm's .venv-vllm, [vllm] command, SANDMLE_VLLM_COMMAND or PATH) with its
+    # command and version, or missing with the way to get it
+    vllm = checks["vllm"]
+    assert vllm["optional"] and (" serve (" in vllm["detail"] if vllm["ok"] else "make vllm" in vllm["fix"])
+
+
+def test_doctor_names_the_vllm_command_the_setting_or_variable_chose(run_cli, home, monkeypatch):
+    monkeypatch.delenv("SANDMLE_VLLM_COMMAND", raising=False)
+    (home / "config.toml").write_text('[vllm]\ncommand = "/opt/wrap/vllm-in-a-box serve"\n')
+    vllm = {c["name"]: c for c in run_cli("doctor", "--json").json()}["vllm"]
+    assert vllm["ok"] and vllm["detail"] == "version unknown: /opt/wrap/vllm-in-a-box serve ([vllm] command)"
+    monkeypatch.setenv("SANDMLE_VLLM_COMMAND", "docker run vllm serve")
+    vllm = {c["name"]: c for c in run_cli("doctor", "--json").json()}["vllm"]
+    assert vllm["detail"] == "version unknown: docker run vllm serve (SANDMLE_VLLM_COMMAND)"
 
 
 def test_console_script_runs():

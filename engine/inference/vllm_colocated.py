@@ -5,7 +5,8 @@ Written against vLLM's documented offline API (``LLM.generate`` with ``TokensPro
 against a real vLLM here (no GPU, no vLLM on the development machines — see docs/sampling.md). Concurrent callers are
 batched by the same collector as the hf sampler and each batch is one ``LLM.generate`` call; the engine sleeps
 (weights offloaded, KV cache dropped) while the trainer updates, and each published adapter gets a new name and id,
-so the engine can never keep serving a cached older one (``max_loras=1``: its LRU cache evicts the old one).
+so the engine can never keep serving a cached older one (``max_loras=1``: its LRU cache evicts the old one). As
+for the server, modules trained in full are merged into the base it loads and adapters carry LoRA weights only.
 """
 
 from __future__ import annotations
@@ -15,19 +16,21 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .base import Batcher, Sample, SampleRequest, SamplerError, adapter_name
+from .served import save_lora, trained_saved_modules
 from .vllm_server import VLLM_LORA_RANKS
 
 
 class VLLMColocatedSampler:
     def __init__(self, model_path: str, *, adapter_dir: str | Path, lora_rank: int, gpu_memory: float = 0.3,
-                 max_batch: int = 64, wait_ms: float = 5.0, seed: int = 0):
+                 max_batch: int = 64, wait_ms: float = 5.0, seed: int = 0, dtype: str = "auto"):
         try:
             from vllm import LLM  # heavy optional dependency (sandmle[vllm]): imported only when chosen
         except ImportError:
-            raise SamplerError("the colocated vLLM sampler needs vLLM: pip install 'sandmle[vllm]'") from None
+            raise SamplerError("the colocated vLLM sampler needs vLLM in the trainer's own environment: "
+                               "pip install 'sandmle[vllm]' there (a GPU machine)") from None
         rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), lora_rank)
         self.llm = LLM(model=model_path, enable_lora=True, max_lora_rank=rank, max_loras=1, enable_sleep_mode=True,
-                       gpu_memory_utilization=gpu_memory, logprobs_mode="processed_logprobs", seed=seed)
+                       gpu_memory_utilization=gpu_memory, logprobs_mode="processed_logprobs", seed=seed, dtype=dtype)
         self.name = f"vllm-colocated:{model_path}"
         self.adapter_dir = Path(adapter_dir)
         self.version = 0
@@ -63,10 +66,12 @@ class VLLMColocatedSampler:
         from vllm.lora.request import LoRARequest  # heavy optional dependency
 
         name = adapter_name(version)
+        if trained_saved_modules(model):
+            raise SamplerError("vLLM serves LoRA weights only: train without lora_modules_to_save to sample with vLLM")
         path = self.adapter_dir / name
         if path.exists():
             shutil.rmtree(path)
-        model.save_pretrained(str(path))
+        save_lora(model, path)
         with self._batcher.weights:
             old = self.lora
             self.lora, self.version = LoRARequest(name, int(version) + 1, str(path)), int(version)

@@ -10,7 +10,15 @@ with ``/v1/load_lora_adapter`` as ``policy-step-N``, checked in ``/v1/models`` (
 (the engine's prompt log-probs of a fixed token sequence must match the trainer's own under the same weights:
 an engine that loaded the adapter but samples from the base model, or from an older adapter, fails here), and only
 then does sampling switch to it and the previous adapter get unloaded. Every response names the adapter that
-served it; a sample from any other adapter (or the base model) is refused.
+served it; a sample from any other adapter (or the base model) is refused. Modules the adapter trains in full
+(``modules_to_save``) are served merged into the base (:mod:`.served`); the adapters carry LoRA weights only.
+
+Which ``vllm`` starts (:func:`find_vllm`): ``SANDMLE_VLLM_COMMAND``, else the ``[vllm] command`` setting, else
+``.venv-vllm/bin/vllm`` beside the project's virtual env (``make vllm``: vLLM built for CPU, or ``pip install vllm``
+on a GPU machine), else ``vllm`` beside this interpreter or on ``PATH``. A server started here runs in the trainer's
+dtype (``--dtype``; the ``[vllm] dtype`` setting overrides it, and the mismatch is reported), in its own process
+group (stopped as a whole), and is told to exit with the process that started it (a trainer killed by SIGKILL
+leaves no server behind).
 """
 
 from __future__ import annotations
@@ -19,21 +27,30 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
+from ..config import VLLMSettings, load_settings
 from .base import Sample, SampleRequest, SamplerError, SamplerStats, StaleSampleError, adapter_name, adapter_version
+from .served import saved_modules, save_lora, trained_saved_modules
 
 #: the ranks vLLM accepts for --max-lora-rank
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 #: replaces ``vllm serve`` when the server is started for you (e.g. a wrapper script or a container)
 COMMAND_ENV = "SANDMLE_VLLM_COMMAND"
+#: the virtual env ``make vllm`` creates beside ``.venv``, its stamp (the version) and its failure note
+VENV = ".venv-vllm"
+STAMP = ".sandmle-vllm-installed"
+FAILED = ".sandmle-vllm-failed"
 PROBE_LEN = 48
 
 
@@ -67,8 +84,10 @@ def http(method: str, url: str, body: dict | None = None, timeout_s: float = 600
 
 class VLLMServerSampler:
     def __init__(self, url: str, *, adapter_dir: str | Path, check_tol: float = 0.05, timeout_s: float = 600.0,
-                 process: subprocess.Popen | None = None):
+                 process: subprocess.Popen | None = None, merged: str | None = None):
         self.url = url.rstrip("/")
+        #: the base copy with the modules trained in full merged in, that the server was started on (or None)
+        self.merged = merged
         self.name = f"vllm:{self.url}"
         self.adapter_dir = Path(adapter_dir)
         self.check_tol = float(check_tol)
@@ -136,13 +155,15 @@ class VLLMServerSampler:
     # ------------------------------------------------------------------ adapters
     def publish(self, model: Any, version: int) -> None:
         name = adapter_name(version)
-        config = getattr(model, "peft_config", {}).get("default")
-        if config is not None and getattr(config, "modules_to_save", None):
-            raise SamplerError("vLLM serves LoRA weights only: train without lora_modules_to_save to sample with vLLM")
+        trained = trained_saved_modules(model)
+        if trained:  # frozen ones are served merged into the base; trained ones would change after every update
+            raise SamplerError(f"vLLM serves LoRA weights only: {', '.join(trained[:3])}"
+                               f"{' …' if len(trained) > 3 else ''} are trained in full; train without "
+                               "lora_modules_to_save to sample with vLLM")
         path = self.adapter_dir / name
         if path.exists():
             shutil.rmtree(path)
-        model.save_pretrained(str(path))
+        save_lora(model, path)
         if any(c["id"] == name for c in self.models()):  # left by an earlier process (resume): reload it
             self._call("POST", "/v1/unload_lora_adapter", {"lora_name": name})
         self._call("POST", "/v1/load_lora_adapter", {"lora_name": name, "lora_path": str(path)})
@@ -173,8 +194,13 @@ class VLLMServerSampler:
             mine = logits.log_softmax(-1).gather(1, x[0, 1:, None]).squeeze(-1).tolist()
         gap = sum(abs(a - b) for a, b in zip(engine, mine)) / len(mine)
         if gap > self.check_tol:
+            merged = saved_modules(model)
+            hint = (f" (the {len(merged)} weights this adapter trained in full are served merged into the base: "
+                    f"the server must serve {self.merged or 'the merged copy --sampler vllm starts it on'})"
+                    if merged else "")
             raise StaleSampleError(f"vLLM's log-probs under {name} differ from the trainer's by {gap:.3f} per token "
-                                   f"(tolerance {self.check_tol}): it is not sampling from the adapter just trained")
+                                   f"(tolerance {self.check_tol}): it is not sampling from the adapter just trained"
+                                   + hint)
 
     def sleep(self) -> None:
         """The server has its own GPU memory: nothing to free."""
@@ -189,50 +215,166 @@ class VLLMServerSampler:
 
 
 # ---------------------------------------------------------------------------------------------- the process
+@dataclass(frozen=True)
+class VLLMCommand:
+    argv: list[str]  #: what replaces ``vllm serve``
+    source: str  #: where it was found (for messages and ``sandmle doctor``)
+    version: str | None = None
+
+
+def _venvs() -> list[Path]:
+    """Where ``make vllm`` puts its virtual env: beside this checkout's ``.venv`` and beside the running one."""
+    here = Path(__file__).resolve().parents[2] / VENV
+    beside = Path(sys.prefix).resolve().parent / VENV
+    return [here] if here == beside else [here, beside]
+
+
+def _dist_version(bin_dir: Path) -> str | None:
+    """The version of the ``vllm`` distribution installed in the virtual env of ``bin_dir``, if any."""
+    for meta in sorted(bin_dir.parent.glob("lib/python*/site-packages/vllm-*.dist-info/METADATA")):
+        for line in meta.read_text(errors="replace").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    return None
+
+
+def find_vllm(configured: str | None = None) -> VLLMCommand | None:
+    """The command that starts a vLLM server: ``SANDMLE_VLLM_COMMAND``, the ``[vllm] command`` setting
+    (``configured``), ``make vllm``'s virtual env, or a ``vllm`` beside this interpreter or on ``PATH``."""
+    if os.environ.get(COMMAND_ENV):
+        return VLLMCommand(shlex.split(os.environ[COMMAND_ENV]), COMMAND_ENV)
+    if configured:
+        return VLLMCommand(shlex.split(configured), "[vllm] command")
+    for venv in _venvs():
+        made = venv / "bin" / "vllm"
+        if made.is_file() and (venv / STAMP).is_file():
+            return VLLMCommand([str(made), "serve"], f"make vllm: {venv}", _dist_version(made.parent))
+    beside = Path(sys.executable).parent / "vllm"
+    for exe in (str(beside) if beside.is_file() else None, shutil.which("vllm")):
+        if exe is not None:
+            return VLLMCommand([exe, "serve"], "PATH", _dist_version(Path(exe).parent))
+    return None
+
+
+def missing_vllm() -> str:
+    """Why no vLLM is found, with the fix (a failed ``make vllm`` says what failed)."""
+    failed = next((v / FAILED for v in _venvs() if (v / FAILED).is_file()), None)
+    why = f"make vllm failed here: {failed.read_text().strip()}; " if failed else ""
+    return (f"no vLLM found ({why}run `make vllm`: vLLM in {VENV} beside .venv — built for CPU, or pip install "
+            f"vllm on a GPU machine; or set [vllm] command / {COMMAND_ENV}, or pass --sampler-url of a running "
+            "server)")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
+def _signal_group(proc: subprocess.Popen, sig: int) -> bool:
+    """Send ``sig`` to the server's process group (it was started as the group's leader); False when the group
+    has no process left."""
+    try:
+        os.killpg(proc.pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def _group_gone(proc: subprocess.Popen, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while _signal_group(proc, 0):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def stop_process(proc: subprocess.Popen) -> None:
+    """Stop a server and every process it started (vLLM's engine core and workers): SIGTERM to its process
+    group, SIGKILL to what is left after 30 s; returns when none is left."""
     if proc.poll() is None:
-        proc.terminate()
+        _signal_group(proc, signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             proc.wait(timeout=30)
+    if not _group_gone(proc, 15):  # children that outlive the leader
+        _signal_group(proc, signal.SIGKILL)
+        _group_gone(proc, 15)
+
+
+#: run before the server's own command: SIGTERM when the starting process dies (Linux prctl PR_SET_PDEATHSIG),
+#: then exec — so a trainer killed with SIGKILL takes its server with it
+_TIED = ("import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM); "
+         "os.getppid() == int(sys.argv[1]) or sys.exit(1); os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+def server_argv(command: list[str], model_path: str, *, lora_rank: int, port: int, dtype: str | None,
+                max_model_len: int | None) -> list[str]:
+    rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), lora_rank)
+    argv = [*command, model_path, "--enable-lora", "--max-lora-rank", str(rank), "--max-loras", "2",
+            "--host", "127.0.0.1", "--port", str(port), "--logprobs-mode", "processed_logprobs"]
+    argv += ["--dtype", dtype] if dtype else []
+    return argv + (["--max-model-len", str(max_model_len)] if max_model_len else [])
 
 
 def launch_server(model_path: str, *, lora_rank: int, log_path: str | Path, port: int | None = None,
-                  startup_s: float = 900.0) -> tuple[str, subprocess.Popen]:
-    """Start ``vllm serve MODEL --enable-lora ...`` (or ``$SANDMLE_VLLM_COMMAND MODEL ...``) on 127.0.0.1 with
-    runtime adapter loading allowed; wait until ``/health`` answers. Returns (url, process)."""
+                  dtype: str | None = None, settings: VLLMSettings | None = None,
+                  startup_s: float | None = None) -> tuple[str, subprocess.Popen]:
+    """Start ``vllm serve MODEL --enable-lora ...`` (the command :func:`find_vllm` finds) on 127.0.0.1 with runtime
+    adapter loading allowed, in ``dtype`` (None: vLLM's choice); wait until ``/health`` answers. Returns
+    (url, process)."""
+    s = settings or load_settings().vllm
+    found = find_vllm(s.command)
+    if found is None:
+        raise SamplerError(f"cannot start a vLLM server: {missing_vllm()}")
     port = port or _free_port()
-    rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), lora_rank)
-    command = shlex.split(os.environ.get(COMMAND_ENV, "vllm serve"))
-    argv = [*command, model_path, "--enable-lora", "--max-lora-rank", str(rank), "--max-loras", "2",
-            "--host", "127.0.0.1", "--port", str(port), "--logprobs-mode", "processed_logprobs"]
+    argv = server_argv(found.argv, model_path, lora_rank=lora_rank, port=port, dtype=dtype,
+                       max_model_len=s.max_model_len)
     env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(s.kv_cache_gib))  # only vLLM built for CPU reads it
+    env.setdefault("VLLM_NO_USAGE_STATS", "1")
+    if shutil.which(argv[0]) is None:
+        raise SamplerError(f"cannot start {argv[0]!r} ({found.source}): no such command; {missing_vllm()}")
+    tied = [sys.executable, "-c", _TIED, str(os.getpid())] if sys.platform.startswith("linux") else []
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        try:
-            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        except FileNotFoundError:
-            raise SamplerError(f"cannot start {argv[0]!r}: install vLLM (pip install 'sandmle[vllm]') on this "
-                               "machine, or pass --sampler-url of a running server") from None
-    url = f"http://127.0.0.1:{port}"
+        log.write(f"sandmle: {shlex.join(argv)} ({found.source})\n".encode())
+        log.flush()
+        proc = subprocess.Popen([*tied, *argv], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    return f"http://127.0.0.1:{port}", _wait_healthy(proc, f"http://127.0.0.1:{port}", Path(log_path),
+                                                     startup_s or s.startup_s)
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, log_path: Path, startup_s: float) -> subprocess.Popen:
     deadline = time.monotonic() + startup_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = Path(log_path).read_text(errors="replace").strip().splitlines()[-3:]
+            stop_process(proc)
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
             raise SamplerError(f"the vLLM server exited ({proc.returncode}): {' | '.join(tail)} (log: {log_path})")
         try:
             if http("GET", f"{url}/health", timeout_s=2)[0] == 200:
-                return url, proc
+                return proc
         except SamplerError:
             pass
         time.sleep(0.5)
     stop_process(proc)
     raise SamplerError(f"the vLLM server did not answer within {startup_s:.0f} s (log: {log_path})")
+
+
+def served_dtype(model: Any, setting: str, warn: Callable[[str], None] | None = None) -> str:
+    """The ``--dtype`` of a server started for ``model``: the trainer's own unless the ``[vllm] dtype`` setting
+    says otherwise (then ``warn`` is told of the mismatch)."""
+    trainer = str(next(model.parameters()).dtype).removeprefix("torch.")
+    if setting == "auto":
+        return trainer
+    if setting != trainer and warn is not None:
+        warn(f"the vLLM server runs in {setting} ([vllm] dtype) and the trainer in {trainer}: their log-probs "
+             "differ (sampler_logp_diff per step; the importance-sampling correction, tis_cap, weighs it)")
+    return setting

@@ -221,7 +221,7 @@ def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[st
         data[key] = list(value) if isinstance(value, tuple) else value
     kind = "grpo" if cls is GRPOConfig else "sft"
     model = data.get("model", next(f.default for f in fields(cls) if f.name == "model"))
-    for key, value in model_defaults(kind, model).items():
+    for key, value in model_defaults(kind, model, data.get("sampler")).items():
         data.setdefault(key, value)
     try:
         return cls(**data)

@@ -39,6 +39,7 @@ from ..envs.layout import REAL_SPLIT, EnvSpec
 from ..errors import TrainingError
 from ..executors import Executor, executor_class, get_executor
 from ..inference import Sampler, make_sampler
+from ..inference.served import freeze_saved_modules
 from ..models.adapters import resolve_adapter
 from ..upkeep import resumable
 from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_rng_state, verify
@@ -192,6 +193,10 @@ class GRPOTrainer:
             self.model_path, adapter=adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
             lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save,
             device=self.processes.device or cfg.device, gradient_checkpointing=cfg.gradient_checkpointing)
+        if cfg.sampler != "hf" and (frozen := freeze_saved_modules(self.model)):
+            self._warn(f"vLLM serves LoRA weights only: the {len(frozen)} modules the adapter trained in full "
+                       f"({', '.join(frozen[:2])}{', …' if len(frozen) > 2 else ''}) stay frozen and are served "
+                       "merged into the base")
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
         self.curriculum = Curriculum(self.env_ids, window=cfg.curriculum_window, floor=cfg.curriculum_floor,
                                      enabled=cfg.curriculum)
@@ -222,9 +227,14 @@ class GRPOTrainer:
             self.sampler = make_sampler(cfg.sampler, self.sampling_model, model_path=self.model_path,
                                         work_dir=self.run_dir / "sampler", url=cfg.sampler_url,
                                         max_batch=cfg.sampler_batch, prefix_cache_tokens=cfg.sampler_prefix_cache,
-                                        lora_rank=cfg.lora_r, seed=cfg.seed)
+                                        lora_rank=cfg.lora_r, seed=cfg.seed, warn=self._warn)
             self.policy = self.policy_factory(self.sampling_model, self.tokenizer, cfg, self.sampler)
         self.publish(self.start_step - 1)
+
+    def _warn(self, text: str) -> None:
+        self.warnings.append(text)
+        if self.on_warning:
+            self.on_warning(text)
 
     # ------------------------------------------------------------------ the policy rollouts sample from
     def publish(self, version: int) -> None:

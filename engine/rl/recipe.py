@@ -22,9 +22,16 @@ TINY_GRPO: dict[str, Any] = {**_LORA, "lr": 5e-4, "temperature": tiny.TEMPERATUR
                              "save_every": 1}
 
 
-def defaults(kind: str, model: str | None) -> dict[str, Any]:
-    """The model-dependent settings of a ``kind`` ("sft" or "grpo") run: ``tiny``'s, else none."""
-    table = {"sft": TINY_SFT, "grpo": TINY_GRPO}
+#: what GRPO with a vLLM sampler trains of tiny: LoRA only. vLLM serves LoRA weights, not modules trained in full, so
+#: the norms stay as SFT left them (served merged into the base, :mod:`engine.inference.served`); with the hf
+#: sampler GRPO keeps training them too (TINY_GRPO: what ``bench learn`` measures)
+TINY_GRPO_VLLM: dict[str, Any] = {**TINY_GRPO, "lora_modules_to_save": []}
+
+
+def defaults(kind: str, model: str | None, sampler: str | None = None) -> dict[str, Any]:
+    """The model-dependent settings of a ``kind`` ("sft" or "grpo") run: ``tiny``'s (for a GRPO run sampling with
+    vLLM, ``sampler`` ≠ hf: without modules trained in full), else none."""
+    table = {"sft": TINY_SFT, "grpo": TINY_GRPO if sampler in (None, "hf") else TINY_GRPO_VLLM}
     if kind not in table:
         raise ValueError(f"unknown run kind {kind!r}; expected sft or grpo")
     if model != tiny.NAME:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 
@@ -86,7 +86,7 @@ def grpo_update(
                     stats.sampler_tokens += mm.tokens
                 ref_lp = None
                 if kl_coef > 0 or totals["kl_n"] == 0:
-                    with torch.no_grad(), model.disable_adapter():
+                    with torch.no_grad(), _adapter_disabled(model):
                         ref_lp = scorer(ids, att)
                 loss, ls = grpo_loss(
                     new_lp, before[j][0], batch.advantages.to(device), mask, weights=batch.weights.to(device),
@@ -100,6 +100,20 @@ def grpo_update(
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return _whole_batch(stats, totals, mu, processes)
+
+
+@contextmanager
+def _adapter_disabled(model: Any) -> Iterator[None]:
+    """The base model (adapter off), with every parameter's trainable flag as it was afterwards: PEFT's
+    ``disable_adapter`` makes every ``modules_to_save`` copy trainable again on exit, even ones kept frozen (the
+    modules a vLLM sampler serves merged into its base)."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        with model.disable_adapter():
+            yield
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
 
 
 def _accumulate(totals: dict[str, float], ls: LossStats, *, with_kl: bool) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
-import shutil
+import shlex
 import sys
 from dataclasses import asdict, dataclass
 
@@ -13,6 +13,7 @@ import click
 
 from engine.config import config_path, load_settings
 from engine.errors import ConfigError
+from engine.inference.vllm_server import find_vllm
 from engine.sandbox import cgroups, features, local
 from engine.upkeep import Finding, deep_check
 from store import Store
@@ -151,13 +152,15 @@ def _isolation_checks() -> list[Check]:
 
 
 def _vllm() -> Check:
-    """vLLM for ``--sampler vllm`` / ``vllm-colocated``: the Python package here, or a ``vllm`` command to start."""
-    found = importlib.util.find_spec("vllm") is not None
-    command = shutil.which("vllm")
-    if found or command:
-        return Check("vllm", True, "installed" + (f" ({command})" if command else ""), optional=True)
-    return Check("vllm", False, "not installed (the hf sampler is used; --sampler-url reaches a remote vLLM)",
-                 "pip install 'sandmle[vllm]' on a GPU machine", optional=True)
+    """vLLM for ``--sampler vllm``: the command a started server runs (``make vllm``'s .venv-vllm, the ``[vllm]
+    command`` setting, SANDMLE_VLLM_COMMAND or a ``vllm`` on PATH) and its version."""
+    found = find_vllm(load_settings().vllm.command)
+    if found is None:
+        return Check("vllm", False, "not found (the hf sampler is used; --sampler-url reaches a running vLLM)",
+                     "make vllm (vLLM built for CPU in .venv-vllm; pip install vllm there on a GPU machine)",
+                     optional=True)
+    version = f"vLLM {found.version}" if found.version else "version unknown"
+    return Check("vllm", True, f"{version}: {shlex.join(found.argv)} ({found.source})", optional=True)
 
 
 def run_checks(store: Store) -> list[Check]:

@@ -37,6 +37,7 @@ def config_options(cls: type, kind: str) -> Callable:
     """Decorate a command with one option per config field (default None = "not given"); the help shows the
     default and, where it differs, `tiny`'s own."""
     tiny_defaults = recipe.defaults(kind, "tiny")
+    with_vllm = recipe.defaults(kind, "tiny", "vllm")
 
     def deco(fn: Callable) -> Callable:
         for f in reversed(fields(cls)):
@@ -44,6 +45,8 @@ def config_options(cls: type, kind: str) -> Callable:
             name = "--" + f.name.replace("_", "-")
             default = f.default if f.default is not MISSING else "(see config)"
             tiny = f"; tiny: {tiny_defaults[f.name]}" if f.name in tiny_defaults else ""
+            if with_vllm.get(f.name, tiny_defaults.get(f.name)) != tiny_defaults.get(f.name):
+                tiny += f", with --sampler vllm: {with_vllm[f.name]}"
             help_text = f"{f.metadata.get('help', '')} [default: {default}{tiny}]"
             if is_flag:
                 opt = click.option(f"{name}/--no-{f.name.replace('_', '-')}", f.name, default=None, help=help_text)
@@ -123,6 +126,7 @@ def _run_grpo(trainer, as_json: bool) -> None:
         return
     click.echo(f"run {trainer.run_id}" + (f" ({trainer.processes.world_size} processes)"
                                           if trainer.processes.world_size > 1 else ""), err=True)
+    trainer.on_warning = lambda text: click.echo(f"\nwarning: {text}", err=True)
     trainer.setup()
     bar = progress(trainer.cfg.steps, f"grpo {trainer.run_id}")
     bar.update(trainer.start_step - 1)
@@ -132,7 +136,6 @@ def _run_grpo(trainer, as_json: bool) -> None:
         bar.update(1)
 
     trainer.on_step = on_step
-    trainer.on_warning = lambda text: click.echo(f"\nwarning: {text}", err=True)
     with bar:
         summary = trainer.train()
     summary["run_id"] = trainer.run_id
