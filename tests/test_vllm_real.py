@@ -312,7 +312,7 @@ def test_a_trainer_killed_mid_step_resumes_with_the_same_server(served, home, st
     (home / "models").mkdir(exist_ok=True)
     (home / "models" / tiny.NAME).symlink_to(served.model)  # `--model tiny` is the served folder
     env_id = register_tiny_env(store)
-    steps, G = 3, 4
+    steps, G = 2, 4
     proc = _sandmle(home, "train", "grpo", "--model", "tiny", "--env-ids", env_id, "--steps", str(steps),
                     "--envs-per-step", "1", "--group-size", str(G), "--max-turns", "2", "--save-every", "1",
                     "--equal-group", "downweight", "--max-new-tokens", "32", "--rollout-workers", "1",
