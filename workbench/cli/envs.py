@@ -11,6 +11,7 @@ import click
 from engine.envs.storage import delete_env, export_env
 from engine.eval.reaudit import audit_stored, stored_ids
 from engine.exchange.export import INDEX, REWARDS, ExportOptions, export_envs
+from engine.exchange.paper_import import import_tasks
 from engine.exchange.source import FORMATS
 from engine.eval.select import set_split
 from engine.sandbox.image import BASE_IMAGE
@@ -234,6 +235,30 @@ def _export_one(ctx: Context, env_id: str, dest: str, force: bool, as_json: bool
         emit_json({"id": env_id, "path": str(path)})
     else:
         click.echo(f"exported {env_id} to {path}")
+
+
+@envs.command("import")
+@click.argument("folder", type=click.Path(file_okay=False))
+@click.option("--split", type=click.Choice(["train", "heldout"]), default="train", show_default=True,
+              help="The split the imported environments join.")
+@json_option("each task's outcome")
+@pass_ctx
+def import_(ctx: Context, folder: str, split: str, as_json: bool) -> None:
+    """Import tasks in the SandMLE paper's layout (one task, or a folder of tasks: <task>/prepared/public/ with
+    description.md, train.csv, test.csv, sample_submission.csv, evaluator.py, answer.csv). The answers move to
+    private/, the paper's evaluator is run on probe submissions to find our metric, and each task is verified like
+    a synthesized environment. One line per task; exit 1 when any task was bad or rejected."""
+    outcomes = import_tasks(ctx.store, folder, split=split)
+    if as_json:
+        emit_json([o.to_dict() for o in outcomes])
+    else:
+        for outcome in outcomes:
+            click.echo(outcome.line())
+        counts = {s: sum(o.status == s for o in outcomes) for s in ("verified", "rejected", "bad")}
+        click.echo(f"{counts['verified']} verified, {counts['rejected']} rejected, {counts['bad']} bad "
+                   f"(of {len(outcomes)} tasks)")
+    if any(o.status != "verified" for o in outcomes):
+        sys.exit(1)
 
 
 @envs.command("delete")

@@ -18,6 +18,8 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from engine.envs.provenance import origin
+
 from ..fmt import fmt_duration
 from ..widgets.dataset_preview import DatasetPreview
 from ..widgets.markdown_pane import MarkdownPane
@@ -141,7 +143,8 @@ class EnvDetailScreen(BaseScreen):
                 f"{env['task_type']} · **{env['metric']}** ({'lower' if env['lower_is_better'] else 'higher'} "
                 f"is better) · status **{env['status']}**"
                 + (f" — {env['reason']}" if env.get("reason") else "")
-                + f"\n\nbackend {env.get('backend') or '?'} · rng seed {env.get('rng_seed')} · split {env['split']}"
+                + f"\n\norigin **{origin(env)}** · backend {env.get('backend') or '?'} · rng seed {env.get('rng_seed')} · "
+                f"split {env['split']}"
                 f" · {env['n_train'] or '?'} train / {env['n_test'] or '?'} test rows\n\n")
         self.query_one("#env-description", MarkdownPane).update(head + (description or "*no description.md on disk*"))
         self.fill_board(env)

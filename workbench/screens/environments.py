@@ -8,6 +8,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Input, Static
 
 from engine.envs.layout import REAL_SPLIT
+from engine.envs.provenance import origin
 
 from ..fmt import clip, short_id
 from ..widgets.nav_bar import NavBar
@@ -84,7 +85,8 @@ class EnvironmentsScreen(PagedScreen):
             box.update("No environments yet: synthesize some from the Seeds screen (1, then s).")
             return
         env = self.store.envs.get(key)
-        text = f"[b]{env['title']}[/b] · {env['modality']} · {env['task_type']} · split {env['split']}"
+        text = (f"[b]{env['title']}[/b] · {env['modality']} · {env['task_type']} · split {env['split']} · "
+                f"{origin(env)}")
         if env["status"] == "rejected" and env["reason"]:
             text += f"\n[red]rejected:[/] {env['reason']}"
         elif env.get("thresholds"):

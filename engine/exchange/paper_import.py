@@ -1,0 +1,445 @@
+"""``sandmle envs import DIR``: tasks in the SandMLE paper's layout (``<task>/prepared/public/{description.md,
+train.csv, test.csv, sample_submission.csv, evaluator.py, answer.csv}``; the answers may also be in
+``prepared/private/answer.csv``, as our exports keep them) become stored environments, checked like synthesized ones.
+
+For each task:
+
+1. its files are checked -- a task with no evaluator, no answers, no train file (or test file, sample submission,
+   description), or answers whose ids do not match the sample submission's is *bad*: one line names the task and
+   the cause, nothing is stored;
+2. the environment is built in a private folder: ``public/`` without ``answer.csv`` and ``evaluator.py`` (the
+   answers leave public/), ``private/answers.csv``, the paper's ``private/evaluator.py``;
+3. our reference ladder runs in the sandbox, and the paper's evaluator runs -- in the sandbox too, in a grading
+   workspace that is not an agent's -- on the sample submission, the answers and every ladder submission: one that
+   fails on the sample submission makes the task bad; its scores decide which of our metrics it computes (the one
+   that gives the same score on every probe; ``is_lower_better`` and the metric names in its source break ties);
+4. :func:`verify_and_store` runs the verifier (ladder, learnability, saturation, grader fuzzing, leakage probes),
+   builds our leaderboard and medal thresholds, keeps the paper's thresholds beside ours, and stores the
+   environment -- verified, or rejected with the verifier's reason -- with provenance ``imported: sandmle``.
+
+Where no metric of ours reproduces the evaluator's scores the task is reported bad (the paper's evaluator is not
+yet run as an environment's grader: see docs/export.md).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from store import Store, sha256_file
+
+from ..config import Settings, load_settings
+from ..envs.layout import EnvSpec, GradeSpec, envs_root, new_build_dir
+from ..envs.provenance import IMPORTED_BACKEND
+from ..envs.storage import file_rows
+from ..errors import InvalidSubmission, SandmleError
+from ..grading.metrics import METRICS, get_metric
+from ..grading.score import score_submission
+from ..sandbox import SandboxBackend, get_backend
+from ..synthesis.realized import SpecError, infer_spec, summarize
+from ..synthesis.solutions import with_solution_imports
+from ..synthesis.verifier import Verdict, run_ladder, verify
+
+#: the layout's provenance name
+LAYOUT = "sandmle"
+#: two scores agree when they differ by no more than this (relative to their size, at least 1)
+TOLERANCE = 1e-6
+#: media file suffixes and the modality they make
+MEDIA = {".png": "image", ".jpg": "image", ".jpeg": "image", ".npy": "timeseries", ".wav": "audio"}
+#: metric names an evaluator's source may mention, to prefer among metrics that agree on every probe
+HINTS = {"roc_auc": ("roc_auc",), "f1_macro": ("macro",), "f1_micro": ("micro",), "f1_weighted": ("weighted",),
+         "log_loss": ("log_loss",), "rmsle": ("squared_log", "rmsle"), "mae": ("absolute",), "r2": ("r2",),
+         "qwk": ("kappa", "quadratic"), "accuracy": ("accuracy",), "rmse": ("squared_error", "rmse")}
+
+
+class BadTask(SandmleError):
+    """A task that cannot be imported; the message is the cause."""
+
+
+@dataclass
+class TaskOutcome:
+    task: str
+    status: str  #: verified | rejected | bad
+    reason: str = ""
+    env_id: str | None = None
+    metric: str | None = None
+    thresholds: dict[str, float] | None = None
+    paper_thresholds: dict[str, float] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        if self.status == "bad":
+            return f"bad {self.task}: {self.reason}"
+        head = f"{self.status} {self.task} -> {self.env_id} ({self.metric})"
+        return head + (f": {self.reason}" if self.reason else "") + _thresholds_text(self)
+
+
+def _thresholds_text(o: TaskOutcome) -> str:
+    def fmt(t: dict[str, float] | None) -> str:
+        return " / ".join(f"{t[k]:.4g}" for k in ("gold", "silver", "bronze", "median")) if t else "-"
+    if o.status != "verified":
+        return ""
+    return f"\n    medals gold/silver/bronze/median: ours {fmt(o.thresholds)} · paper's {fmt(o.paper_thresholds)}"
+
+
+@dataclass
+class PaperTask:
+    """One task folder of the paper's layout, its files checked."""
+
+    name: str
+    dir: Path
+    public: Path
+    answers: Path
+    evaluator: Path
+    id_column: str
+
+    def source(self) -> dict[str, Any]:
+        return {"imported": LAYOUT, "task": self.name, "source": str(self.dir.resolve()),
+                "answers_sha256": sha256_file(self.answers), "evaluator_sha256": sha256_file(self.evaluator)}
+
+
+@dataclass
+class ImportDraft:
+    """An imported environment on its way to the store: the build folder, its spec and what the probes found."""
+
+    task: PaperTask
+    env_id: str
+    build: Path
+    spec: GradeSpec
+    modality: str
+    title: str
+    paper: dict[str, Any] = field(default_factory=dict)
+
+
+def find_tasks(folder: Path) -> list[Path]:
+    """``folder`` itself when it is one task, else its sub-folders that are tasks (sorted)."""
+    if not folder.is_dir():
+        raise SandmleError(f"{folder}: no such folder")
+    if _public_of(folder) is not None:
+        return [folder]
+    tasks = sorted(p for p in folder.iterdir() if p.is_dir() and _public_of(p) is not None)
+    if not tasks:
+        raise SandmleError(f"{folder}: holds no task in the paper's layout (<task>/prepared/public/)")
+    return tasks
+
+
+def _public_of(task: Path) -> Path | None:
+    for public in (task / "prepared" / "public", task / "public"):
+        if public.is_dir():
+            return public
+    return None
+
+
+def check_task(task: Path) -> PaperTask:
+    """The task's files, or :class:`BadTask` naming what is missing or wrong."""
+    public = _public_of(task)
+    if public is None:
+        raise BadTask("no prepared/public/ folder")
+    rel = public.relative_to(task).as_posix()
+    for name, what in (("evaluator.py", "no evaluator"), ("train.csv", "no train file"),
+                       ("test.csv", "no test file"), ("sample_submission.csv", "no sample submission"),
+                       ("description.md", "no description")):
+        if not (public / name).is_file():
+            raise BadTask(f"{what} ({rel}/{name})")
+    candidates = [public / "answer.csv", public.parent / "private" / "answer.csv",
+                  public.parent / "private" / "answers.csv"]
+    answers = next((p for p in candidates if p.is_file()), None)
+    if answers is None:
+        raise BadTask(f"no answers (answer.csv in {rel}/ or {public.parent.relative_to(task).as_posix()}/private/)")
+    return PaperTask(name=task.name, dir=task, public=public, answers=answers, evaluator=public / "evaluator.py",
+                     id_column=_check_ids(public, answers))
+
+
+def _read(path: Path, **kw: Any) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, **kw)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise BadTask(f"{path.name} is not a readable CSV ({str(exc).splitlines()[0]})") from None
+
+
+def _check_ids(public: Path, answers: Path) -> str:
+    """The id column (shared by test.csv and the sample submission); the answers must hold exactly its ids."""
+    test = _read(public / "test.csv", nrows=0)
+    sample = _read(public / "sample_submission.csv", dtype=str)
+    idc = next((c for c in sample.columns if c in test.columns), sample.columns[0])
+    ans = _read(answers, dtype=str)
+    if idc not in ans.columns:
+        raise BadTask(f"ids that do not match: {answers.name} has no id column {idc!r}")
+    extra, missing = set(ans[idc]) - set(sample[idc]), set(sample[idc]) - set(ans[idc])
+    if extra or missing or len(ans) != len(sample):
+        example = sorted(extra or missing)[0] if extra or missing else ""
+        raise BadTask(f"ids that do not match: {answers.name} has {len(ans)} rows, sample_submission.csv "
+                      f"{len(sample)}; {len(extra)} ids only in the answers, {len(missing)} only in the sample"
+                      + (f" (e.g. {example!r})" if example else " (duplicated ids)"))
+    return str(idc)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:30] or "task"
+
+
+def _title(description: str, fallback: str) -> str:
+    for line in description.splitlines():
+        if line.strip().lstrip("#").strip():
+            return line.strip().lstrip("#").strip()[:120]
+    return fallback
+
+
+# ---------------------------------------------------------------------------------------------- the probes
+PROBE_RUNNER = r'''
+import json, subprocess, sys
+out = {}
+for name, path in json.load(open("_probes.json")).items():
+    try:
+        p = subprocess.run([sys.executable, "evaluator.py", "--submission_path", path], capture_output=True,
+                           text=True, timeout=120)
+        out[name] = {"rc": p.returncode, "stdout": p.stdout[-50000:], "stderr": p.stderr[-2000:]}
+    except subprocess.TimeoutExpired:
+        out[name] = {"rc": -9, "stdout": "", "stderr": "timed out after 120 s"}
+json.dump(out, open("_probe_result.json", "w"))
+'''
+
+
+def _evaluator_json(result: dict[str, Any]) -> dict[str, Any] | None:
+    """The evaluator's JSON object when it exited 0 and gave a numeric score, else None."""
+    try:
+        data = json.loads(result["stdout"].strip().splitlines()[-1]) if result["stdout"].strip() else None
+    except (ValueError, IndexError):
+        return None
+    if result["rc"] != 0 or not isinstance(data, dict):
+        return None
+    try:
+        float(data["score"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return data
+
+
+def run_evaluator(sandbox: SandboxBackend, task: PaperTask, probes: dict[str, pd.DataFrame],
+                  staging: Path) -> dict[str, dict[str, Any]]:
+    """The paper's evaluator on every probe submission, in one sandbox run of a grading workspace (the task's
+    public files, the evaluator and the answers beside it: never an agent's workspace)."""
+    staging.mkdir(parents=True)
+    for p in task.public.iterdir():
+        (shutil.copytree if p.is_dir() else shutil.copy2)(p, staging / p.name)
+    shutil.copyfile(task.answers, staging / "answer.csv")
+    with sandbox.open(staging, label="import-evaluator") as ws:
+        for name, df in probes.items():
+            ws.write_file(f"_probe_{name}.csv", df.to_csv(index=False).encode())
+        ws.write_file("_probes.json", json.dumps({n: f"_probe_{n}.csv" for n in probes}).encode())
+        res = ws.run_python(PROBE_RUNNER, filename="_probe_runner.py")
+        try:
+            return dict(json.loads(ws.read_file("_probe_result.json")))
+        except (SandmleError, ValueError):
+            tail = (res.stderr_tail or res.stdout_tail).strip().splitlines()
+            raise BadTask(f"its evaluator could not be run ({res.status}: {tail[-1] if tail else 'no output'})") \
+                from None
+
+
+def _close(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def task_type_for(metric: str, build: Path) -> str:
+    m = get_metric(metric)
+    train, test = pd.read_csv(build / "public" / "train.csv"), pd.read_csv(build / "public" / "test.csv", nrows=0)
+    targets = [c for c in train.columns if c not in test.columns]
+    if m.regression:
+        return "multi_target_regression" if len(targets) > 1 else "regression"
+    if m.prediction == "proba":
+        return "multiclass"
+    if m.prediction == "value":
+        return "multilabel" if len(targets) > 1 else "binary"
+    if m.ordinal:
+        return "ordinal"
+    return "binary" if targets and train[targets[0]].nunique() == 2 else "multiclass"
+
+
+def map_metric(build: Path, answers: pd.DataFrame, probes: dict[str, pd.DataFrame], theirs: dict[str, float | None],
+               lower_is_better: bool | None, evaluator_source: str) -> GradeSpec | None:
+    """The grading spec of the first metric of ours that gives the evaluator's score (or its refusal) on every
+    probe; metrics the evaluator's source names come first. None when none does."""
+    text = evaluator_source.lower()
+    names = [n for n, m in METRICS.items() if lower_is_better is None or m.lower_is_better == lower_is_better]
+    names.sort(key=lambda n: not any(h in text for h in HINTS.get(n, (n,))))
+    for name in names:
+        try:
+            spec = infer_spec(build, name, task_type_for(name, build))
+        except (SpecError, ValueError, KeyError):
+            continue
+        agree = True
+        for probe, df in probes.items():
+            try:
+                ours: float | None = score_submission(spec, answers, df)
+            except InvalidSubmission:
+                ours = None
+            if not _close(ours, theirs[probe]):
+                agree = False
+                break
+        if agree:
+            return spec
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- one task
+def _modality(build: Path, spec: GradeSpec) -> str:
+    kinds = {c.kind for c in summarize(build, spec).columns if c.name not in (spec.id_column, *spec.target_columns)}
+    suffixes = {p.suffix.lower() for p in (build / "public").rglob("*") if p.is_file()}
+    media = next((MEDIA[s] for s in sorted(suffixes) if s in MEDIA), None)
+    return media or ("text" if "text" in kinds else "tabular")
+
+
+def _build(store: Store, task: PaperTask, run_id: str) -> tuple[str, Path]:
+    """A reserved environment id (a pending row) and its private build folder with public/ and private/."""
+    env_id = store.envs.reserve(f"paper-{_slug(task.name)}", {
+        "seed_id": None, "run_id": run_id, "title": f"{task.name} (being imported)", "modality": "tabular",
+        "task_type": "", "metric": "", "lower_is_better": 0, "id_column": task.id_column, "target_columns": [],
+        "backend": IMPORTED_BACKEND}, envs_root(store))
+    build = new_build_dir(envs_root(store), env_id)
+    (build / "public").mkdir()
+    (build / "private").mkdir()
+    for p in task.public.iterdir():
+        if p.name in ("answer.csv", "evaluator.py"):
+            continue  # the answers leave public/; the evaluator is the grader's, not the agent's
+        (shutil.copytree if p.is_dir() else shutil.copy2)(p, build / "public" / p.name)
+    shutil.copyfile(task.answers, build / "private" / "answers.csv")
+    shutil.copyfile(task.evaluator, build / "private" / "evaluator.py")
+    return env_id, build
+
+
+def _probes(sandbox: SandboxBackend, build: Path, task: PaperTask,
+            answers: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The sample submission, the answers as a submission, and every submission of our reference ladder."""
+    idc = task.id_column
+    sample = pd.read_csv(build / "public" / "sample_submission.csv", dtype={idc: str})
+    probes = {"sample": sample}
+    if all(c in answers.columns for c in sample.columns):
+        probes["answers"] = answers[list(sample.columns)]
+    stub = GradeSpec(metric="accuracy", lower_is_better=False, id_column=idc, target_columns=[],
+                     prediction_columns=[c for c in sample.columns if c != idc])
+    runs, subs, _ = run_ladder(sandbox, build / "public", stub)
+    failed = [r for r in runs if r.status != "ok"]
+    if failed:
+        last = failed[0].error.strip().splitlines()[-1] if failed[0].error.strip() else failed[0].status
+        raise BadTask(f"our reference solution {failed[0].name} fails on its data: {last}")
+    probes.update({f"{name}-{seed}": df for (name, seed), df in sorted(subs.items())})
+    return probes
+
+
+def prepare(store: Store, sandbox: SandboxBackend, task: PaperTask, run_id: str, staging: Path) -> ImportDraft:
+    """Build one task's environment and find its grading spec (a :class:`BadTask` leaves nothing stored)."""
+    env_id, build = _build(store, task, run_id)
+    try:
+        answers = pd.read_csv(build / "private" / "answers.csv", dtype={task.id_column: str})
+        probes = _probes(sandbox, build, task, answers)
+        results = run_evaluator(sandbox, task, probes, staging)
+        sample = _evaluator_json(results["sample"])
+        if sample is None:
+            detail = (results["sample"]["stderr"] or results["sample"]["stdout"]).strip().splitlines()
+            raise BadTask(f"its evaluator fails on the sample submission (exit {results['sample']['rc']}: "
+                          f"{detail[-1][:200] if detail else 'no output'})")
+        theirs = {n: (float(d["score"]) if (d := _evaluator_json(r)) else None) for n, r in results.items()}
+        lib = sample.get("is_lower_better")
+        spec = map_metric(build, answers, probes, theirs, bool(lib) if lib is not None else None,
+                          task.evaluator.read_text(encoding="utf-8", errors="replace"))
+        if spec is None:
+            shown = ", ".join(f"{n} {v:.4g}" if v is not None else f"{n} invalid" for n, v in list(theirs.items())[:4])
+            raise BadTask(f"its evaluator's metric maps onto none of ours (its scores: {shown}, …)")
+        (build / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
+        paper = {"thresholds": {k: float(sample[f"{k}_threshold"]) for k in ("gold", "silver", "bronze", "median")
+                                if isinstance(sample.get(f"{k}_threshold"), (int, float))} or None,
+                 "is_lower_better": lib, "probe_scores": theirs}
+        description = (build / "public" / "description.md").read_text(encoding="utf-8", errors="replace")
+        return ImportDraft(task=task, env_id=env_id, build=build, spec=spec, modality=_modality(build, spec),
+                           title=_title(description, task.name), paper=paper)
+    except BaseException:
+        shutil.rmtree(build, ignore_errors=True)
+        store.envs.drop_pending(env_id)
+        raise
+
+
+def verify_and_store(store: Store, sandbox: SandboxBackend, draft: ImportDraft, *, run_id: str, split: str,
+                     settings: Settings) -> TaskOutcome:
+    """The one place an imported environment is verified and stored: the verifier (reference ladder, learnability,
+    saturation, grader fuzzing, leakage probes) decides verified or rejected, and the row, its files, leaderboard
+    and thresholds are stored in one transaction, the folder renamed into ``envs/<id>``. (Every check an imported
+    environment must pass before it is stored belongs here.)"""
+    media = next((c.name for c in summarize(draft.build, draft.spec).columns if c.kind == "media"), None)
+    verdict: Verdict = verify(sandbox, draft.build, draft.spec, seeds=tuple(range(settings.synthesis.ladder_seeds)),
+                              media_col=media, rng=np.random.default_rng(0))
+    status = "verified" if verdict.ok else "rejected"
+    final = envs_root(store) / draft.env_id
+    row = _row(draft, verdict, status, run_id, split, final)
+    meta = {**{k: v for k, v in row.items() if k != "verification"}, "leaderboard": verdict.leaderboard,
+            "grade": draft.spec.to_dict(), "provenance": row["verification"]["provenance"]}
+    (draft.build / "env.json").write_text(json.dumps(meta, indent=2, default=str, sort_keys=True) + "\n")
+    (draft.build / ".owner").unlink(missing_ok=True)
+    files = file_rows(draft.build)
+    if final.exists():
+        shutil.rmtree(final)
+    draft.build.rename(final)
+    store.envs.add(row, files=files, leaderboard=verdict.leaderboard if verdict.ok else [], replace=True)
+    return TaskOutcome(task=draft.task.name, status=status, reason=verdict.reason, env_id=draft.env_id,
+                       metric=draft.spec.metric, thresholds=verdict.thresholds if verdict.ok else None,
+                       paper_thresholds=draft.paper.get("thresholds"))
+
+
+def _row(draft: ImportDraft, verdict: Verdict, status: str, run_id: str, split: str, final: Path) -> dict[str, Any]:
+    spec, public = draft.spec, draft.build / "public"
+    return {
+        "id": draft.env_id, "seed_id": None, "run_id": run_id, "title": draft.title, "status": status,
+        "reason": verdict.reason or None, "split": split, "modality": draft.modality,
+        "task_type": spec.task_type, "metric": spec.metric, "lower_is_better": int(spec.lower_is_better),
+        "id_column": spec.id_column, "target_columns": spec.target_columns,
+        "n_train": len(pd.read_csv(public / "train.csv", usecols=[0])),
+        "n_test": len(pd.read_csv(public / "test.csv", usecols=[0])), "backend": IMPORTED_BACKEND, "rng_seed": None,
+        "blueprint": {}, "scenario": {}, "thresholds": verdict.thresholds if verdict.ok else None,
+        "verification": {"report": verdict.report, "provenance": draft.task.source(), "paper": draft.paper},
+        "dir": str(final), "fingerprint": None}
+
+
+# ---------------------------------------------------------------------------------------------- a folder
+def import_tasks(store: Store, folder: str | Path, *, split: str = "train", settings: Settings | None = None,
+                 sandbox: SandboxBackend | None = None) -> list[TaskOutcome]:
+    """Import one task or every task of a folder (see the module docstring); one outcome per task."""
+    if split not in ("train", "heldout"):
+        raise SandmleError(f"unknown split {split!r}; expected train or heldout")
+    tasks = find_tasks(Path(folder).expanduser())
+    settings = settings or load_settings()
+    run_id = store.runs.create("synthesis", {"mode": "envs import", "folder": str(Path(folder).resolve()),
+                                             "layout": LAYOUT, "split": split, "tasks": len(tasks)},
+                               name=f"envs import {Path(folder).name}")
+    own = sandbox is None
+    box = sandbox or get_backend(store=store, settings=with_solution_imports(settings.sandbox))
+    outcomes: list[TaskOutcome] = []
+    staging_root = Path(store.data_dir) / "tmp"
+    try:
+        for i, task_dir in enumerate(tasks):
+            staging = staging_root / f"import-{run_id}-{i}"
+            try:
+                draft = prepare(store, box, check_task(task_dir), run_id, staging)
+                outcomes.append(verify_and_store(store, box, draft, run_id=run_id, split=split, settings=settings))
+            except BadTask as exc:
+                outcomes.append(TaskOutcome(task=task_dir.name, status="bad", reason=str(exc)))
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+    except BaseException as exc:
+        store.runs.finish(run_id, "failed", error=str(exc))
+        raise
+    finally:
+        if own:
+            box.close()
+    store.runs.finish(run_id, "done", summary={s: sum(o.status == s for o in outcomes)
+                                               for s in ("verified", "rejected", "bad")})
+    return outcomes
