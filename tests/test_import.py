@@ -129,6 +129,28 @@ def test_bad_tasks_get_one_line_each_and_nothing_is_stored(round_trip, istore, t
     assert run("envs", "import", str(tmp_path / "nowhere")).err.strip().startswith("error:")
 
 
+def test_import_is_gated_by_the_exploit_audit(round_trip, istore, tmp_path, capsys):
+    """A task whose public/ also holds the answers under another name (the paper's layout invites it) is stored
+    rejected, the audit naming the file; its answer.csv itself never stays in public/."""
+    import pandas as pd
+
+    _, paper, originals, _ = round_trip
+    task = tmp_path / "leaky" / "leaky-task"
+    shutil.copytree(paper / sorted(originals)[0], task)
+    public = task / "prepared" / "public"
+    answers = pd.read_csv(public / "answer.csv")
+    answers.rename(columns={c: f"ref_{c}" for c in answers.columns[1:]}).to_csv(public / "customer_reference.csv",
+                                                                                  index=False)
+    res = cli_runner(capsys)("envs", "import", str(task), "--json")
+    assert res.code == 1, res.err
+    (outcome,) = res.json()
+    assert outcome["status"] == "rejected" and "exploit audit" in outcome["reason"]
+    assert "customer_reference.csv" in outcome["reason"]
+    row = istore.envs.get(outcome["env_id"])
+    assert row["status"] == "rejected" and row["verification"]["provenance"]["imported"] == "sandmle"
+    assert not (Path(row["dir"]) / "public" / "answer.csv").exists()
+
+
 @pytest.mark.slow
 def test_imported_environments_run_in_eval_and_train_grpo(round_trip, istore, capsys, tmp_path):
     from rl_tiny import build_tiny

@@ -13,7 +13,8 @@ For each task:
    workspace that is not an agent's -- on the sample submission, the answers and every ladder submission: one that
    fails on the sample submission makes the task bad; its scores decide which of our metrics it computes (the one
    that gives the same score on every probe; ``is_lower_better`` and the metric names in its source break ties);
-4. :func:`verify_and_store` runs the verifier (ladder, learnability, saturation, grader fuzzing, leakage probes),
+4. :func:`verify_and_store` runs the verifier (ladder, learnability, saturation, grader fuzzing, leakage probes, the
+   exploit audit),
    builds our leaderboard and medal thresholds, keeps the paper's thresholds beside ours, and stores the
    environment -- verified, or rejected with the verifier's reason -- with provenance ``imported: sandmle``.
 
@@ -372,7 +373,8 @@ def prepare(store: Store, sandbox: SandboxBackend, task: PaperTask, run_id: str,
 def verify_and_store(store: Store, sandbox: SandboxBackend, draft: ImportDraft, *, run_id: str, split: str,
                      settings: Settings) -> TaskOutcome:
     """The one place an imported environment is verified and stored: the verifier (reference ladder, learnability,
-    saturation, grader fuzzing, leakage probes) decides verified or rejected, and the row, its files, leaderboard
+    saturation, grader fuzzing, leakage probes, then the exploit audit of every public file) decides verified or
+    rejected, and the row, its files, leaderboard
     and thresholds are stored in one transaction, the folder renamed into ``envs/<id>``. (Every check an imported
     environment must pass before it is stored belongs here.)"""
     media = next((c.name for c in summarize(draft.build, draft.spec).columns if c.kind == "media"), None)
