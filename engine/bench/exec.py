@@ -22,7 +22,8 @@ from ..sandbox import Limits, get_backend
 from ..seeds.load import SHIPPED_SEEDS, discover, load_shipped
 from ..synthesis.blueprint import analyze
 from ..synthesis.designer import design
-from ..synthesis.engineer import build_config, difficulty, render_program, run_generator
+from ..synthesis.engineer import build_config, difficulty, render_program
+from ..synthesis.generator_run import run_generator
 from ..synthesis.grader import grade_spec
 from ..synthesis.pipeline import synthesis_executor, synthesize
 from ..synthesis.solutions import LADDER, with_solution_imports

@@ -16,12 +16,12 @@ from ..config import Settings, load_settings
 from ..errors import ConfigError, SynthesisError
 from ..grading.metrics import METRICS
 from ..sandbox import get_backend
+from .backends.procedural import ProceduralBackend
 from .blueprint import analyze
 from .contracts import Blueprint, ContractError, GeneratorProgram
-from .backends.procedural import ProceduralBackend
+from .draft import Draft
 from .pipeline import EnvOutcome, Synthesizer
 from .realized import metric_problems
-from .record import Draft
 from .reviewer import review
 from .solutions import with_solution_imports
 

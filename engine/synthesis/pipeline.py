@@ -37,16 +37,17 @@ from ..executors import Executor, Worker, get_executor
 from ..grading.audit import audit, changed_files
 from ..llm import Usage
 from ..sandbox import Limits, RunMeta, SandboxBackend
+from .backends import MalformedOutput, SynthesisBackend, get_synthesis_backend
 from .blueprint import check_blueprint
 from .contracts import ROLE_CONTRACTS, Blueprint, Contract, ContractError, GeneratorProgram, Scenario
 from .diversity import DUPLICATE_SIMILARITY, closest, fingerprint
-from .engineer import check_output, missing_files, run_generator
+from .draft import Draft
 from .evidence import Evidence
 from .fidelity import expected_profile
-from .grader import prove
-from .backends import MalformedOutput, SynthesisBackend, get_synthesis_backend
+from .generator_run import check_output, missing_files, run_generator
+from .proof import prove
 from .realized import SpecError, blueprint_problems, describe_from_data, infer_spec, metric_problems, summarize
-from .record import Draft, store_environment
+from .record import store_environment
 from .reviewer import review
 from .roles import Role, RoleContext, build_request
 from .solutions import with_solution_imports
