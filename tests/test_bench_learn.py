@@ -14,10 +14,10 @@ def test_macro_tokens_make_teacher_turns_short_and_exact(store, tmp_path):
 
     from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
-    from engine.agents.policies.tiny import macro_tokens
+    from engine.agents.policies.tiny_model import macro_tokens
     from engine.envs.layout import EnvSpec
-    from engine.agents.policies.tiny import default_corpus
-    from engine.models.tiny import build_tiny_model
+    from engine.agents.policies.tiny_model import default_corpus
+    from engine.models.scratch import build_tiny_model
     from engine.rl.render import render_turns
 
     register_tiny_env(store)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.agents.policies import load_policy, tiny
+from engine.agents.policies import load_policy, tiny_model as tiny
 from engine.errors import SandmleError
 from engine.rl import recipe
 from engine.rl.config import GRPOConfig, SFTConfig, load_config

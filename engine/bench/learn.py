@@ -3,7 +3,7 @@ to tell a gain from noise.
 
 1. synthesize environments from seeds (procedural backend) and split them by seed: the held-out environments come
    from seeds never used for training;
-2. the ``tiny`` model — the same one ``--model tiny`` and ``hf:tiny`` use (:mod:`engine.agents.policies.tiny`);
+2. the ``tiny`` model — the same one ``--model tiny`` and ``hf:tiny`` use (:mod:`engine.agents.policies.tiny_model`);
 3. demonstrations of a mixed teacher on the training environments (:data:`TEACHERS`): on every environment it
    solves the task with a plain linear model (valid, rarely a medal) and with the strong blend of the reference
    solutions (mostly a medal), in ``react``;
@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from store import Store
 
-from ..agents.policies import tiny
+from ..agents.policies import tiny_model as tiny
 from ..agents.policies.scripted import EXPERT
 from ..agents.policies.templates import Choice
 from ..envs.layout import EnvSpec

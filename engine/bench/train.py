@@ -27,7 +27,7 @@ from typing import Any
 
 from store import Store
 
-from ..agents.policies import tiny
+from ..agents.policies import tiny_model as tiny
 from ..inference.served import merged_base
 from ..models.adapters import final_adapter
 from ..models.loading import from_pretrained

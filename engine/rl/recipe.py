@@ -1,4 +1,4 @@
-"""Training defaults that depend on the model. ``tiny`` (:mod:`engine.agents.policies.tiny`) gets the settings that
+"""Training defaults that depend on the model. ``tiny`` (:mod:`engine.agents.policies.tiny_model`) gets the settings that
 ``sandmle bench learn`` shows can learn on a CPU; any other model keeps the config classes' own defaults. A
 config file or flags override either (:func:`engine.rl.config.load_config` applies these to the keys neither
 sets)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..agents.policies import tiny
+from ..agents.policies import tiny_model as tiny
 
 _LORA = {"lora_r": 16, "lora_alpha": 32, "lora_modules_to_save": ["norm"]}
 #: SFT on the scripted teacher's valid demonstrations (reward >= 0.2: a valid submission)

@@ -20,7 +20,7 @@ from store.paths import data_dir
 
 from ...models.adapters import resolve_adapter
 from ..policy import Policy, PolicyError
-from . import tiny
+from . import tiny_model as tiny
 from .anthropic import AnthropicPolicy
 from .hf import HFPolicy
 from .openai import OpenAIPolicy

@@ -1,5 +1,5 @@
-"""Tiny causal LMs built locally: random init + a byte-level BPE tokenizer trained in seconds on a corpus the caller
-gives (the agents' prompts and templates: :func:`engine.agents.policies.tiny.default_corpus`).
+"""Small causal LMs built from scratch, locally: random init + a byte-level BPE tokenizer trained in seconds on a corpus the caller
+gives (the agents' prompts and templates: :func:`engine.agents.policies.tiny_model.default_corpus`).
 
 A Qwen3 config (not Qwen2: AutoTokenizer would swap a Qwen2 folder's tokenizer for Qwen2Tokenizer and change the
 ids). The tokenizer defines the plain chat format's special tokens (``<|system|>``, ``<|user|>``,

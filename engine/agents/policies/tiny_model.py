@@ -1,4 +1,5 @@
-"""``tiny``: the one small model that ``hf:tiny``, ``train sft|grpo --model tiny`` and ``sandmle bench learn`` share.
+"""``tiny``: the one small model that ``hf:tiny``, ``train sft|grpo --model tiny`` and ``sandmle bench learn`` share
+(a model, not a policy: the ``hf`` policy runs it; it lives here because ``load_policy`` resolves ``hf:tiny``).
 
 What makes a one-million-parameter model learnable on a CPU in minutes (measured in ``bench learn``;
 docs/benchmarks.md "Miniature reproduction"):
@@ -32,7 +33,7 @@ from typing import Iterator
 import numpy as np
 
 from ...errors import SandmleError
-from ...models.tiny import build_tiny_model
+from ...models.scratch import build_tiny_model
 from ...seeds.load import SHIPPED_SEEDS, discover
 from ...synthesis.blueprint import analyze
 from ...synthesis.describe import write_description
