@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from engine.agents.policies import tiny
+from engine.agents.policies import tiny_model as tiny
 from engine.config import VLLMSettings
 from engine.inference import SampleRequest, SamplerError, StaleSampleError, check_fresh
 from engine.inference import vllm_server
