@@ -37,6 +37,8 @@ def test_envs_add_refuses_each_way_of_leaking_the_answers_with_the_file_and_colu
     verified = store.envs.get(good.json()["env_id"])
     report = verified["verification"]["report"]["audit"]
     assert report["findings"] == [] and report["attempts"] >= 8 and report["bar"]["gold"] > 0.5
+    shown = run_cli("envs", "show", verified["id"]).out
+    assert "  exploit audit: nothing found in " in shown and "of the way to the bar" in shown
     cases = {  # LEAK → what the reason must name
         "csv": "public/customer_reference.csv column 'ref_flag' (its values) scores 1 on the hidden answers",
         "json": "public/crm_export.json column '$.accounts.<id>.status' (its values relabelled) scores 1",
@@ -164,3 +166,19 @@ def test_no_false_alarm_on_two_procedural_environments_of_every_shipped_seed(run
         assert audit["findings"] == [] and audit["attempts"] > 0 and audit["candidates"] > 0, env["id"]
     res = run_cli("envs", "audit")
     assert res.code == 0 and res.out.strip() == "audited 24 environments: 0 with findings (0 in all)"
+
+
+def test_envs_audit_reruns_the_verifiers_leakage_probes_too(run_cli, store, tmp_path):
+    env, _ = binary_env(tmp_path)
+    train = pd.read_csv(env / "public" / "train.csv")
+    order = train["failed"].rank(method="first").astype(int).to_numpy()  # ids numbered in the order of the label
+    train.assign(part_id=[f"P{k:06d}" for k in order]).to_csv(env / "public" / "train.csv", index=False)
+    folder = store.data_dir / "envs" / "parts-2"
+    shutil.copytree(env, folder)
+    store.envs.add({"id": "parts-2", "seed_id": None, "title": "Parts", "status": "verified", "split": "train",
+                    "modality": "tabular", "task_type": "binary", "metric": "roc_auc", "lower_is_better": 0,
+                    "id_column": "part_id", "target_columns": ["failed"], "dir": str(folder),
+                    "thresholds": {"gold": 0.8, "silver": 0.78, "bronze": 0.75, "median": 0.7}})
+    res = run_cli("envs", "audit", "parts-2")
+    assert res.code == 1 and "parts-2: verifier probe: the id predicts the label (|Spearman| 0.8" in res.out
+    assert res.out.strip().endswith("audited 1 environment: 1 with findings (1 in all)")

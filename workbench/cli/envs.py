@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from engine.envs.storage import delete_env, export_env
-from engine.eval.reaudit import audit_stored, stored_ids
+from engine.eval.reaudit import audit_stored, stored_ids, stored_value
+from engine.grading.audit import AuditReport
 from engine.exchange.export import INDEX, REWARDS, ExportOptions, export_envs
 from engine.exchange.paper_import import import_tasks
 from engine.exchange.source import FORMATS
@@ -105,6 +106,9 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
     profiles = stored_fidelity(store, env_id)
     if profiles:
         click.echo(f"  {fidelity_line(*profiles)}")
+    audited = stored_value(row["verification"], "report", "audit")
+    if isinstance(audited, dict):
+        click.echo(f"  {AuditReport.from_dict(audited).summary()}")
     if row["thresholds"]:
         click.echo("  medals: " + " · ".join(f"{k} {_g(row['thresholds'].get(k))}"
                                              for k in ("gold", "silver", "bronze", "median")))

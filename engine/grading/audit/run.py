@@ -119,7 +119,7 @@ class AuditReport:
     #: the best attempts (where, how, score), for the record
     best: list[dict[str, Any]] = field(default_factory=list)
     #: the closest a file or pattern (not a feature) came: its share of the way from the constant to the bar
-    closest: float = 0.0
+    closest: float | None = None
     bar: dict[str, Any] = field(default_factory=dict)
     declared: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
@@ -134,6 +134,14 @@ class AuditReport:
     @property
     def leaks(self) -> list[Finding]:
         return [f for f in self.findings if f.kind == "leak"]
+
+    def summary(self) -> str:
+        """One line: what was tried, what was found, how close the nearest file came to the bar."""
+        tried = f"{self.candidates} candidate columns, {self.attempts} attempts"
+        if self.findings:
+            return f"exploit audit: {len(self.findings)} finding(s) in {tried}: {self.reason()}"
+        near = f"; the closest came {self.closest:.0%} of the way to the bar" if self.closest is not None else ""
+        return f"exploit audit: nothing found in {tried}{near}"
 
     def reason(self) -> str:
         """The first finding (a leak before an undeclared file), as the one-line reason of a rejection."""
