@@ -274,13 +274,12 @@ class LocalBackend(SandboxBackend):
 
     # ------------------------------------------------------------------ running
     def _spec(self, ws: LocalWorkspace, run_id: str, limits: Limits, cg: RunCgroup | None, argv: list[str],
-              base_vm_mb: int = 0, nproc_extra: int = 0) -> dict[str, Any]:
-        """What the jail needs to confine one run. ``nproc_extra``: processes of the jail itself that count
-        against RLIMIT_NPROC in the run's user namespace (the cold launcher, outside the run's pid namespace)."""
+              base_vm_mb: int = 0) -> dict[str, Any]:
+        """What the jail needs to confine one run."""
         has_pids = cg is not None and cg.has("pids")
         rl = {"CPU": int(max(1, limits.cpu_s)), "FSIZE": int(limits.max_file_mb) * 1024 * 1024, "CORE": 0,
               "AS": (int(limits.memory_mb) + base_vm_mb) * 1024 * 1024, "NOFILE": 4096,
-              "NPROC": None if has_pids else int(limits.max_procs) + nproc_extra}
+              "NPROC": None if has_pids else int(limits.max_procs)}
         return {
             "workspace": str(ws.path), "root_dir": str(ws.holder / ".root"), "ro_binds": _features.ro_binds(),
             "uid": _features.SANDBOX_UID if self.as_nobody else None,
