@@ -59,3 +59,8 @@ def test_doctor_names_the_vllm_command_the_setting_or_variable_chose(run_cli, ho
 def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "workbench", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "seeds" in out.stdout
+
+
+def test_bench_sampler_option_is_for_bench_learn_only(run_cli):
+    res = run_cli("bench", "train", "--sampler", "vllm")
+    assert res.code == 2 and "--sampler goes with `bench learn`" in res.err

@@ -223,6 +223,21 @@ def test_the_requests_the_sampler_sends_are_what_vllm_answers(served, tmp_path, 
         len(samples[2].token_ids)
 
 
+def test_concurrent_long_prompts_with_seeds_are_served_whole(served, tmp_path):
+    """8 seeded requests of 1,500-token prompts at once: more than one step's token budget, which vLLM built for CPU
+    splits with chunked prefill and then crashes its engine on ("CPU Generator does not use offset"); the launcher
+    turns chunked prefill off there, so every request is answered and the engine stays up."""
+    sampler = VLLMServerSampler(served.url, adapter_dir=tmp_path / "adapters")
+    sampler.publish(_lora(served.model, seed=2), 1)
+    prompt = tuple(vllm_server.probe_ids(2000, 1500))
+    requests = [SampleRequest(prompt[i:] + prompt[:i], 8, temperature=1.0, seed=i) for i in range(8)]
+    samples = sampler.generate(requests)
+    assert [len(s.token_ids) for s in samples] == [8] * 8 and {s.version for s in samples} == {1}
+    assert "--no-enable-chunked-prefill" in served.log.read_text(errors="replace").splitlines()[0]
+    assert vllm_server.http("GET", served.url + "/health")[0] == 200
+    assert sampler.stats.prefill_tokens + sampler.stats.cached_tokens == 8 * 1500
+
+
 def test_each_published_adapter_is_sampled_from_with_the_trainers_logprobs(served, tmp_path):
     model = _lora(served.model, seed=1)
     sampler = VLLMServerSampler(served.url, adapter_dir=tmp_path / "adapters")

@@ -262,6 +262,9 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--served-model-name")
     serve.add_argument("--dtype", default="auto", choices=["auto", "float32", "bfloat16", "float16"])
     serve.add_argument("--max-model-len", type=int)
+    serve.add_argument("--max-num-batched-tokens", type=int)  # vLLM's scheduling: nothing to do here
+    serve.add_argument("--no-enable-chunked-prefill", action="store_true")
+    serve.add_argument("--enable-prompt-tokens-details", action="store_true")
     args = ap.parse_args(argv)
     server = StandIn(args.model, served_name=args.served_model_name, enable_lora=args.enable_lora,
                      max_lora_rank=args.max_lora_rank, logprobs_mode=args.logprobs_mode, host=args.host,

@@ -9,9 +9,15 @@ import os
 import time
 from pathlib import Path
 
+from store import Store
+
+from ..agents.policies import tiny_model as tiny
 from ..config import VLLMSettings, load_settings
 from ..errors import SandmleError
+from ..inference.served import merged_base
 from ..inference.vllm_server import find_vllm, launch_server, missing_vllm, stop_process
+from ..models.adapters import final_adapter
+from ..models.loading import from_pretrained
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 QUICK_NO_VLLM = "--quick leaves them out (a vLLM server takes 20-110 s to start on 2 cores)"
@@ -76,3 +82,11 @@ def start(model_path: str | Path, log_path: Path, *, lora_rank: int = 16) -> tup
         return BenchServer(model_path, log_path, lora_rank=lora_rank), None
     except SandmleError as exc:
         return None, str(exc)
+
+
+def tiny_server(bs: Store, sft_run: str, work: Path) -> tuple[BenchServer | None, str | None]:
+    """A server on tiny with the SFT adapter's norms merged in (vLLM serves LoRA weights only; with a vLLM sampler
+    tiny's GRPO recipe keeps those norms frozen), or None and why there is none."""
+    model_dir = tiny.ensure(bs.data_dir)
+    model, _ = from_pretrained(model_dir, adapter=final_adapter(bs, sft_run), device="cpu")
+    return start(merged_base(model, str(model_dir), work / "vllm-base"), work / "vllm.log")

@@ -42,6 +42,7 @@ from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult, torch_threads
 from ._plot import line_plot
+from ._vllm import tiny_server
 
 #: the policies compared (baseline first) and the rate compared
 ARMS = ("SFT", "SFT+GRPO")
@@ -179,12 +180,26 @@ def train_sft(bs: Store, plan: LearnPlan, seed: int) -> tuple[SFTRun, dict[str, 
     return sft, sft.train()
 
 
-def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases
+def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, sampler: str = "hf"
                ) -> tuple[GRPOTrainer, dict[str, Any]]:
     """GRPO with tiny's recipe from the SFT adapter, stopped early when the time budget needs the rest for the
-    evaluations."""
+    evaluations; ``sampler = "vllm"``: sampling from a real vLLM server started for it (tiny's recipe with vLLM)."""
+    if sampler == "vllm":
+        server, why = tiny_server(bs, sft.run_id, bs.data_dir / "vllm")
+        if server is None:
+            raise SandmleError(f"bench learn --sampler vllm: {why}")
+        phases.log(f"vLLM server started in {server.startup_s:.0f}s")
+        try:
+            return _grpo(bs, plan, sft, seed, phases, {"sampler": "vllm", "sampler_url": server.url})
+        finally:
+            server.stop()
+    return _grpo(bs, plan, sft, seed, phases, {})
+
+
+def _grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, sampling: dict[str, Any]
+          ) -> tuple[GRPOTrainer, dict[str, Any]]:
     cfg = load_config(GRPOConfig, None, {"model": tiny.NAME, "adapter": sft.run_id, "steps": plan.grpo_steps,
-                                         "seed": seed, "name": "grpo"})
+                                         "seed": seed, "name": "grpo", **sampling})
     # every rollout of a step in flight at once: their model calls share the sampler's batches
     trainer = GRPOTrainer(bs, replace(cfg, rollout_workers=cfg.envs_per_step * cfg.group_size),
                           parent_id=sft.run_id)
@@ -231,7 +246,7 @@ def report_rows(reports: dict[tuple[str, str], EvalReport]) -> list[dict[str, An
 
 def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0,
         workdir: str | None = None, results_dir: str | Path, progress: Callable[[str], None] | None = None,
-        **_: Any) -> BenchResult:
+        sampler: str = "hf", **_: Any) -> BenchResult:
     plan = plan or (QUICK if quick else FULL)
     phases = _Phases(progress or _log)
     root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -252,7 +267,7 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
             sft, sft_summary = train_sft(bs, plan, seed)
             phases.end("sft")
             phases.begin()
-            trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases)
+            trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases, sampler)
             phases.end("grpo")
             phases.begin()
             reports = evaluate(bs, plan, model_dir, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids,
@@ -263,8 +278,8 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
             react["target_met"] = react["target_met"] and react["ci95_low"] > 0  # and the interval excludes 0
             unseen = scaffold_result(bs, reports[("SFT", plan.unseen)], reports[("SFT+GRPO", plan.unseen)], plan, 1.1)
             metrics = bs.runs.metrics(trainer.run_id)
-            png = plot_rewards(metrics, Path(results_dir) / ("learn_reward_quick.png" if quick else "learn_reward.png"),
-                               sft_medal=react["sft_medal"])
+            suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}")
+            png = plot_rewards(metrics, Path(results_dir) / f"learn_reward{suffix}.png", sft_medal=react["sft_medal"])
             summary = {
                 "episodes_per_arm": plan.episodes_per_arm, "react": react,
                 "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
@@ -284,8 +299,12 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
                 f"paired difference of the medal rate over (environment, RNG seed) pairs; 95% interval: "
                 f"{plan.n_boot} bootstrap resamples of environments and of pairs within them",
             ]
+            if sampler != "hf":
+                notes.append(f"GRPO sampled from a real vLLM server ({sampler}; vLLM built for CPU, float32): tiny's "
+                             "recipe with vLLM keeps the norms SFT trained frozen (served merged into the base)")
             store.runs.finish(bench_run, "done", summary=summary)
-            return BenchResult(name="learn", rows=report_rows(reports), summary=summary, notes=notes)
+            return BenchResult(name="learn", rows=report_rows(reports), summary={**summary, "grpo_sampler": sampler},
+                               notes=notes, variant=None if sampler == "hf" else sampler)
     except BaseException as exc:
         store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -28,14 +28,11 @@ from typing import Any
 from store import Store
 
 from ..agents.policies import tiny_model as tiny
-from ..inference.served import merged_base
-from ..models.adapters import final_adapter
-from ..models.loading import from_pretrained
 from ..rl.config import GRPOConfig, load_config
 from ..rl.grpo import GRPOTrainer
 from . import BenchResult, torch_threads
 from ._plot import line_plot
-from ._vllm import QUICK_NO_VLLM, BenchServer, start
+from ._vllm import QUICK_NO_VLLM, BenchServer, tiny_server
 from .learn import LearnPlan, collect_demos, make_envs, train_sft
 
 TARGET_SPEEDUP = 1.5
@@ -91,14 +88,6 @@ def grpo_run(bs: Store, adapter: str, steps: int, mode: Mode, seed: int, url: st
             "logp_diff": statistics.fmean(per_step("sampler_logp_diff"))}
 
 
-def vllm_server(bs: Store, sft_run: str, tmp: Path) -> tuple[BenchServer | None, str | None]:
-    """A vLLM server on tiny with the SFT adapter's norms merged in (or None and why)."""
-    model_dir = tiny.ensure(bs.data_dir)
-    model, _ = from_pretrained(model_dir, adapter=final_adapter(bs, sft_run), device="cpu")
-    base = merged_base(model, str(model_dir), tmp / "vllm-base")
-    return start(base, tmp / "vllm.log")
-
-
 def run(store: Store, quick: bool = False, *, results_dir: str | Path, seed: int = 0, **_: Any) -> BenchResult:
     plan = QUICK if quick else PLAN
     steps, rounds = plan.grpo_steps, 1 if quick else 2
@@ -111,7 +100,7 @@ def run(store: Store, quick: bool = False, *, results_dir: str | Path, seed: int
             train_ids = make_envs(bs, plan, seed, _log)[0]
             collect_demos(bs, plan, train_ids)
             sft, sft_summary = train_sft(bs, plan, seed)
-            server, why = (None, QUICK_NO_VLLM) if quick else vllm_server(bs, sft.run_id, Path(tmp))
+            server, why = (None, QUICK_NO_VLLM) if quick else tiny_server(bs, sft.run_id, Path(tmp))
             modes += VLLM_MODES if server is not None else []
             _log(f"setup done in {time.monotonic() - t0:.0f}s (SFT loss {sft_summary['train_loss']:.3f}; vLLM: "
                  + (f"started in {server.startup_s:.0f}s)" if server else f"none: {why})"))

@@ -313,13 +313,42 @@ _TIED = ("import ctypes, os, signal, sys; ctypes.CDLL(None, use_errno=True).prct
          "os.getppid() == int(sys.argv[1]) or sys.exit(1); os.execvp(sys.argv[2], sys.argv[2:])")
 
 
+#: what a vLLM built for CPU needs here: whole prompts per step (its chunked prefill crashes the engine on a
+#: request with a seed — "CPU Generator does not use offset" in vLLM 0.32.0 — once concurrent prompts exceed the
+#: step's token budget and one is split)
+CPU_FALLBACK_LEN = 8192
+
+
+def _model_len(model_path: str, max_model_len: int | None) -> tuple[int, bool]:
+    """(the longest sequence the server will take, whether ``--max-model-len`` must say so): the setting, else the
+    model's own ``max_position_embeddings``, else :data:`CPU_FALLBACK_LEN` (said explicitly)."""
+    if max_model_len:
+        return int(max_model_len), True
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+        return int(config["max_position_embeddings"]), False
+    except (OSError, ValueError, KeyError, TypeError):
+        return CPU_FALLBACK_LEN, True
+
+
+def is_cpu_build(found: VLLMCommand) -> bool:
+    """vLLM built for CPU: its version says so (``+cpu``), or no NVIDIA GPU answers on this machine."""
+    if found.version:
+        return "+cpu" in found.version
+    nvidia = shutil.which("nvidia-smi")
+    return nvidia is None or subprocess.run([nvidia, "-L"], capture_output=True).returncode != 0
+
+
 def server_argv(command: list[str], model_path: str, *, lora_rank: int, port: int, dtype: str | None,
-                max_model_len: int | None) -> list[str]:
+                max_model_len: int | None, cpu: bool = False) -> list[str]:
     rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), lora_rank)
     argv = [*command, model_path, "--enable-lora", "--max-lora-rank", str(rank), "--max-loras", "2",
-            "--host", "127.0.0.1", "--port", str(port), "--logprobs-mode", "processed_logprobs"]
+            "--host", "127.0.0.1", "--port", str(port), "--logprobs-mode", "processed_logprobs",
+            "--enable-prompt-tokens-details"]  # usage then counts the prompt tokens its prefix cache served
     argv += ["--dtype", dtype] if dtype else []
-    return argv + (["--max-model-len", str(max_model_len)] if max_model_len else [])
+    length, say = _model_len(model_path, max_model_len) if cpu else (max_model_len or 0, bool(max_model_len))
+    argv += ["--max-model-len", str(length)] if say else []
+    return argv + (["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(length)] if cpu else [])
 
 
 def launch_server(model_path: str, *, lora_rank: int, log_path: str | Path, port: int | None = None,
@@ -334,7 +363,7 @@ def launch_server(model_path: str, *, lora_rank: int, log_path: str | Path, port
         raise SamplerError(f"cannot start a vLLM server: {missing_vllm()}")
     port = port or _free_port()
     argv = server_argv(found.argv, model_path, lora_rank=lora_rank, port=port, dtype=dtype,
-                       max_model_len=s.max_model_len)
+                       max_model_len=s.max_model_len, cpu=is_cpu_build(found))
     env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(s.kv_cache_gib))  # only vLLM built for CPU reads it
     env.setdefault("VLLM_NO_USAGE_STATS", "1")

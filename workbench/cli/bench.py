@@ -18,16 +18,24 @@ from .common import Context, emit_json, json_option, pass_ctx, table, wide_optio
 @click.option("--out", type=click.Path(file_okay=False),
               help="Folder for the result file (default <data dir>/bench; benchmarks/results updates the shipped "
                    "results).")
+@click.option("--sampler", type=click.Choice(["hf", "vllm"]),
+              help="bench learn only: who samples GRPO's rollouts (vllm: a real vLLM server, `make vllm`; the result "
+                   "goes to learn-vllm.json) [default: hf]")
 @wide_option
 @pass_ctx
-def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, wide: bool) -> None:
+def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, sampler: str | None,
+          wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
     known = benchmarks()  # registers the workbench's own too
+    if sampler is not None and name != "learn":
+        raise click.UsageError("--sampler goes with `bench learn` (bench sampler and bench train measure vLLM "
+                               "beside hf by themselves)")
     if not name:
         for n in known:
             click.echo(n)
         return
-    result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick)
+    options = {"sampler": sampler} if sampler else {}
+    result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick, **options)
     if as_json:
         emit_json(result.to_dict())
     else:
