@@ -281,7 +281,7 @@ def delete(ctx: Context, env_id: str, as_json: bool) -> None:
 @envs.command("audit")
 @click.argument("selector", required=False)
 @click.option("--reject", is_flag=True, help="Mark each environment with a finding rejected (files and rows stay).")
-@click.option("--json", "as_json", is_flag=True, help="Print every environment's audit as JSON.")
+@json_option("every environment's audit")
 @pass_ctx
 def audit(ctx: Context, selector: str | None, reject: bool, as_json: bool) -> None:
     """Rerun the exploit audit (and the verifier's leakage probes) on stored environments: one line per finding,
