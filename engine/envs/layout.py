@@ -134,6 +134,8 @@ def envs_root(store: Store) -> Path:
 
 #: the name prefix of an environment folder being built
 BUILD_PREFIX = ".build-"
+#: the exploit audit's cache of outside folders' reference runs, beside the folders it audited
+AUDIT_CACHE = ".audit"
 
 
 def new_build_dir(root: Path, env_id: str) -> Path:

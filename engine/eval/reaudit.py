@@ -10,7 +10,7 @@ from typing import Any
 
 from store import Store
 
-from ..envs.layout import REAL_SPLIT, EnvSpec
+from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
 from ..grading.audit import AuditReport, audit_env
 from ..grading.audit.sources import media_columns
@@ -66,7 +66,7 @@ def audit_stored(store: Store, env_id: str, *, reject: bool = False) -> StoredAu
         raise SandmleError(f"environment {env_id}: no answers at {env.answers}")
     strong = stored_value(row["verification"], "report", "means", "strong")
     real = row["split"] == REAL_SPLIT
-    cache = Path(store.data_dir) / "envs-imported" / ".audit" if real else None
+    cache = Path(store.data_dir) / "envs-imported" / AUDIT_CACHE if real else None
     out = StoredAudit(env_id, audit_env(env, strong=float(strong) if isinstance(strong, (int, float)) else None,
                                         cache=cache))
     if not real and (env.public / "train.csv").is_file() and (env.public / "test.csv").is_file():

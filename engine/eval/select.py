@@ -19,7 +19,7 @@ from store import Store
 from store.envs import EnvironmentRow
 
 from ..config import load_settings
-from ..envs.layout import REAL_SPLIT, EnvSpec
+from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
 from ..grading.audit import audit_env, require_clean
 from ..seeds.competition import env_from_mlebench
@@ -43,7 +43,7 @@ def audited_folder(folder: Path, cache_root: Path) -> EnvSpec:
     """An environment folder (``public/`` + ``private/``) from outside the store, once it passes the exploit
     audit against its own leaderboard."""
     env = EnvSpec.from_dir(folder)
-    require_clean(env, audit_env(env, cache=cache_root / ".audit"), "environment folder")
+    require_clean(env, audit_env(env, cache=cache_root / AUDIT_CACHE), "environment folder")
     return env
 
 

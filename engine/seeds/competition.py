@@ -20,7 +20,7 @@ from pathlib import Path
 
 from store import Store
 
-from ..envs.layout import REAL_SPLIT, EnvSpec, GradeSpec
+from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec, GradeSpec
 from ..errors import ExploitFound, SandmleError
 from ..grading.audit import audit_env, declare_all, require_clean
 from ..grading.metrics import get_metric
@@ -88,7 +88,7 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str
         "source": str(folder)}, indent=2))
     env = EnvSpec.from_dir(dest)
     try:
-        require_clean(env, audit_env(env, cache=Path(cache_root) / ".audit"), "competition")
+        require_clean(env, audit_env(env, cache=Path(cache_root) / AUDIT_CACHE), "competition")
     except ExploitFound:
         shutil.rmtree(dest, ignore_errors=True)
         raise

@@ -11,7 +11,7 @@ from pathlib import Path
 from store import Store, sha256_file
 from store.envs import EnvFile, EnvironmentRow
 
-from ..envs.layout import BUILD_PREFIX
+from ..envs.layout import AUDIT_CACHE, BUILD_PREFIX
 from ..sandbox import docker
 from . import leftovers
 from .leftovers import Finding, remove_folder
@@ -89,7 +89,8 @@ def _orphan_folders(store: Store) -> list[Finding]:
     for name in ENV_FOLDERS:
         root = store.data_dir / name
         for folder in sorted(root.iterdir()) if root.is_dir() else []:
-            if (folder.is_dir() and not folder.name.startswith(BUILD_PREFIX) and folder.name not in ids
+            if (folder.is_dir() and not folder.name.startswith(BUILD_PREFIX) and folder.name != AUDIT_CACHE
+                    and folder.name not in ids
                     and folder.resolve() not in claimed):
                 out.append(Finding("orphan folders", str(folder), "no environment row points at this folder",
                                    fix=partial(remove_folder, folder)))
