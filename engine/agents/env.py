@@ -167,7 +167,8 @@ class MLEEnv:
             elif size is not None and size > self.max_read_bytes:
                 obs = f"invalid {VAL_SUBMISSION}: {too_large(size, self.max_read_bytes)}"
             else:
-                obs = score_validation(self.grade, self.validation, self.read(VAL_SUBMISSION))
+                obs = score_validation(self.grade, self.validation, self.read(VAL_SUBMISSION), public=self.public,
+                                       sandbox=self.backend)
             self.state.sandbox_s += time.monotonic() - t
             value = parse_score(obs)
             info["val_score"] = value

@@ -12,6 +12,12 @@ Layout written into the workspace (``val/``), mirroring the public files::
     val/description.md, <media> relative links to the public files (same relative paths work)
 
 The agent writes ``val/submission.csv`` (predictions for ``val/test.csv``) and calls ``score``.
+
+An environment graded by its own evaluator (an imported task of the paper whose metric is none of ours) is scored
+by that evaluator on the validation split, never on the hidden test answers: its grading workspace (a copy of
+``public/``, not the agent's) gets the split's ``train.csv``, ``test.csv`` and ``sample_submission.csv`` in place of
+the real ones and the held-out rows' labels as ``answer.csv`` (the columns the evaluator reads, taken from the
+training rows; where the training rows lack one, the score tool is unavailable and says why).
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ import pandas as pd
 
 from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission
-from ..grading.metrics import get_metric
-from ..grading.score import score_submission
+from ..grading.evaluator import evaluator_scores
+from ..grading.score import metric_of, score_submission
+from ..sandbox import SandboxBackend
 
 VAL_DIR = "val"
 VAL_SUBMISSION = "val/submission.csv"
@@ -52,11 +59,14 @@ def _answers_for(spec: GradeSpec, held: pd.DataFrame, pred_cols: list[str]) -> p
     """The held-out rows' labels in the submission's column format, or None when they cannot be derived."""
     idc = spec.id_column
     by_lower = {str(c).lower(): c for c in held.columns}
-    if all(c.lower() in by_lower for c in pred_cols):  # the targets themselves (``Label`` is ``label``)
-        out = held[[idc, *(by_lower[c.lower()] for c in pred_cols)]]
-        return out.set_axis([idc, *pred_cols], axis=1).reset_index(drop=True)
+    wanted = [c for c in spec.answer_columns or [] if c != idc] if spec.external else pred_cols
+    if all(c.lower() in by_lower for c in wanted):  # the targets themselves (``Label`` is ``label``)
+        out = held[[idc, *(by_lower[c.lower()] for c in wanted)]]
+        return out.set_axis([idc, *wanted], axis=1).reset_index(drop=True)
+    if spec.external and sorted(wanted) != sorted(pred_cols):
+        return None  # the evaluator reads a column of the answers the training rows do not hold
     targets = [c for c in spec.target_columns if c in held.columns]
-    if len(targets) == 1 and get_metric(spec.metric).prediction in ("proba", "value") and len(pred_cols) > 1:
+    if len(targets) == 1 and metric_of(spec).prediction in ("proba", "value") and len(pred_cols) > 1:
         labels = held[targets[0]].astype(str).str.replace(r"\.0$", "", regex=True)
         out = pd.DataFrame({idc: held[idc].to_numpy()})
         for c in pred_cols:
@@ -103,14 +113,25 @@ def carve(public: Path, spec: GradeSpec, *, key: str = "", fraction: float = 0.2
     reason = None
     if n_val == 0:
         reason = "too few training rows to hold any out"
+    elif answers is None and spec.external:
+        missing = [c for c in spec.answer_columns or [] if c.lower() not in {str(k).lower() for k in train.columns}]
+        reason = (f"the environment's own evaluator reads answer column(s) {missing} that the training rows do not "
+                  "hold, so no validation answers can be made (it is never run on the hidden test answers)")
     elif answers is None:
         reason = "the training rows do not hold the submission's columns"
     return ValidationSplit(files=files, links=links, answers=answers, n_train=len(rest), n_val=n_val, reason=reason)
 
 
-def score_validation(spec: GradeSpec, split: ValidationSplit, submission_csv: bytes | None) -> str:
-    """The score tool's observation: the validation score, or why the submission cannot be scored."""
-    metric = get_metric(spec.metric)
+def _validation_files(split: ValidationSplit) -> dict[str, bytes]:
+    """The split's files as an evaluator finds a task's: train.csv, test.csv, sample_submission.csv at the top."""
+    return {rel.removeprefix(f"{VAL_DIR}/"): data for rel, data in split.files.items()}
+
+
+def score_validation(spec: GradeSpec, split: ValidationSplit, submission_csv: bytes | None, *,
+                     public: Path | None = None, sandbox: SandboxBackend | None = None) -> str:
+    """The score tool's observation: the validation score, or why the submission cannot be scored. (An environment
+    graded by its own evaluator: it runs on the split in ``sandbox``, over a copy of ``public``.)"""
+    metric = metric_of(spec)
     direction = "lower is better" if spec.lower_is_better else "higher is better"
     if split.answers is None:
         return f"score tool unavailable: {split.reason}"
@@ -121,8 +142,16 @@ def score_validation(spec: GradeSpec, split: ValidationSplit, submission_csv: by
         sub = pd.read_csv(io.BytesIO(submission_csv), dtype={spec.id_column: str})
     except Exception as exc:  # noqa: BLE001 - any parse failure is the agent's to fix
         return f"invalid {VAL_SUBMISSION}: not a readable CSV ({str(exc).splitlines()[0]})"
+    answers = split.answers.astype({spec.id_column: str})
     try:
-        value = score_submission(spec, split.answers.astype({spec.id_column: str}), sub)
+        if spec.external:
+            got = evaluator_scores(spec, answers, {"val": sub}, files=_validation_files(split), public=public,
+                                   sandbox=sandbox)["val"]
+            if isinstance(got, InvalidSubmission):
+                raise got
+            value = got
+        else:
+            value = score_submission(spec, answers, sub)
     except InvalidSubmission as exc:
         return f"invalid {VAL_SUBMISSION}: {exc}"
     return f"validation {metric.name} = {value:.6g} ({direction}; {split.n_val} held-out training rows)"

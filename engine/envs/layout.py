@@ -20,6 +20,12 @@ touches a half-made ``envs/<id>/``.
      "classes": ["EAP", "HPL", "MWS"] | null, "task_type": "multiclass",
      "public_files": ["description.md", "train.csv", "test.csv", "sample_submission.csv", "test/*.png"]}
 
+An environment imported with a grader of its own (the SandMLE paper's ``evaluator.py``, whose metric is none of
+ours) says ``"metric": "evaluator", "grader": "evaluator"`` and keeps the program as ``private/evaluator.py``; its
+``proxy_metric`` (a metric of ours with the same prediction shape) serves only where a metric must be computed
+thousands of times (the verifier's bootstrap, the exploit audit's screening), never as a grade;
+``answer_columns`` are the columns of ``answers.csv`` the evaluator reads (see :mod:`engine.grading.evaluator`).
+
 ``public_files`` declares what ``public/`` may hold (absent: the standard files and the media the rows point to);
 the exploit audit (:mod:`engine.grading.audit`) reports anything else and tries every file for the answers.
 
@@ -33,7 +39,7 @@ import json
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from store import Store, owners
 
@@ -55,20 +61,51 @@ class GradeSpec:
     #: the files ``public/`` may hold, as patterns relative to it (``test/*.png``); None: the standard files and
     #: the media the rows point to. Anything else there is reported by the exploit audit.
     public_files: list[str] | None = None
+    #: who grades: None, the metric; ``"evaluator"``, the environment's own ``private/evaluator.py`` (``metric``
+    #: is then ``"evaluator"`` too), run under the sandbox at every grade
+    grader: str | None = None
+    #: with a grader of its own: a metric of ours with the same prediction shape, for screening only
+    proxy_metric: str | None = None
+    #: with a grader of its own: the columns of answers.csv (what a validation answers file must hold)
+    answer_columns: list[str] | None = None
+    #: not stored: the evaluator's source (read with the spec, so a grade never opens private/ later) and the
+    #: environment folder whose public files its grading workspace copies
+    evaluator_code: str | None = field(default=None, repr=False, compare=False)
+    home: Path | None = field(default=None, repr=False, compare=False)
+
+    #: the one grader of its own there is, its file in private/, and what ``metric`` says for it
+    EVALUATOR: ClassVar[str] = "evaluator"
+    EVALUATOR_FILE: ClassVar[str] = "evaluator.py"
+
+    @property
+    def external(self) -> bool:
+        """Graded by the environment's own evaluator, not by a metric of ours."""
+        return self.grader == self.EVALUATOR
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        if out["public_files"] is None:  # older grade.json files (and generator CONFIGs) stay byte for byte
-            out.pop("public_files")
+        out.pop("evaluator_code")
+        out.pop("home")
+        for key in ("public_files", "grader", "proxy_metric", "answer_columns"):
+            if out[key] is None:  # older grade.json files (and generator CONFIGs) stay byte for byte
+                out.pop(key)
         return out
 
     @classmethod
     def load(cls, path: Path) -> "GradeSpec":
+        path = Path(path)
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(path.read_text())
         except FileNotFoundError:
             raise SandmleError(f"{path}: missing grading spec") from None
-        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        spec = cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+        spec.home = path.parent.parent
+        if spec.external:
+            code = path.parent / cls.EVALUATOR_FILE
+            if not code.is_file():
+                raise SandmleError(f"{path}: graded by its own evaluator, but {code} is missing")
+            spec.evaluator_code = code.read_text(encoding="utf-8", errors="replace")
+        return spec
 
 
 @dataclass

@@ -14,7 +14,7 @@ from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
 from ..grading.audit import AuditReport, audit_env
 from ..grading.audit.sources import media_columns
-from ..grading.score import read_frame
+from ..grading.score import read_frame, screening_spec
 from ..synthesis.verifier import leakage
 from .select import select_envs
 
@@ -67,12 +67,15 @@ def audit_stored(store: Store, env_id: str, *, reject: bool = False) -> StoredAu
     strong = stored_value(row["verification"], "report", "means", "strong")
     real = row["split"] == REAL_SPLIT
     cache = Path(store.data_dir) / "envs-imported" / AUDIT_CACHE if real else None
+    screen = stored_value(row["verification"], "report", "screen_strong")  # graded by its own evaluator
     out = StoredAudit(env_id, audit_env(env, strong=float(strong) if isinstance(strong, (int, float)) else None,
-                                        cache=cache))
+                                        cache=cache,
+                                        screen_strong=float(screen) if isinstance(screen, (int, float)) else None))
     if not real and (env.public / "train.csv").is_file() and (env.public / "test.csv").is_file():
         test = read_frame(env.public / "test.csv", env.grade.id_column)
         media = next(iter(media_columns(test, env.public)), None)
-        _, out.probes = leakage(env.grade, env.public, read_frame(env.answers, env.grade.id_column), media)
+        _, out.probes = leakage(screening_spec(env.grade), env.public, read_frame(env.answers, env.grade.id_column),
+                                media)
     if reject and out.lines and row["status"] != "rejected":
         store.envs.update(env_id, status="rejected", reason=f"exploit audit: {out.lines[0]}")
         out.rejected = True

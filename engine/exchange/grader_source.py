@@ -4,8 +4,12 @@
 It is not a second implementation: it carries the source of our own grading modules (:data:`BUNDLED`: the error
 classes, the metric library, the medal thresholds, submission validation and scoring, the grade report, the
 rewards) byte for byte, each run as a module of its own under the package name ``_sandmle`` (their relative imports
-unchanged), with two stand-ins for the project outside grading: the grading spec (the real ``GradeSpec`` class,
-beside a small ``EnvSpec``) and the two type names the rewards import from the store. So ``sandmle grade`` and the
+unchanged), with stand-ins for the project outside grading: the grading spec (the real ``GradeSpec`` class,
+beside a small ``EnvSpec``), the two type names the rewards import from the store, and the sandboxed run of an
+environment's own evaluator (:data:`EVALUATOR`: where the grader runs -- Harbor's verifier container -- is the
+sandbox, so an environment graded by its own evaluator has it run as the paper's score tool runs it, ``python
+evaluator.py --submission_path P`` in a copy of the task's files with the answers as ``answer.csv``; its source is
+embedded in the grader). So ``sandmle grade`` and the
 exported grader agree on every submission because they run the same code (tests/test_exchange.py checks it).
 
 Called as the paper's score tool calls an evaluator -- ``python evaluator.py --submission_path P`` with the working
@@ -26,15 +30,15 @@ from typing import Any
 
 from .. import errors
 from ..envs.layout import GradeSpec
-from ..grading import metrics, rewards, score
+from ..grading import external, metrics, rewards, score
 from ..grading.grade import GradeReport
 from ..grading.thresholds import Thresholds
 
 #: our modules the grader carries unchanged, as (name under ``_sandmle``, module), in the order they are loaded
 #: (engine.grading re-exports the functions grade and thresholds under their modules' names: hence sys.modules)
-BUNDLED: tuple[tuple[str, ModuleType], ...] = (
+BUNDLED: tuple[tuple[str, ModuleType | None], ...] = (
     ("errors", errors), ("grading.metrics", metrics), ("grading.thresholds", sys.modules[Thresholds.__module__]),
-    ("grading.score", score), ("grading.grade", sys.modules[GradeReport.__module__]), ("grading.rewards", rewards))
+    ("grading.external", external), ("grading.evaluator", None), ("grading.score", score), ("grading.grade", sys.modules[GradeReport.__module__]), ("grading.rewards", rewards))
 
 #: the stand-in of engine/envs/layout.py: the real GradeSpec (its source is pasted in) and what a report needs
 LAYOUT = '''from __future__ import annotations
@@ -42,7 +46,7 @@ LAYOUT = '''from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import SandmleError
 
@@ -58,6 +62,51 @@ class EnvSpec:
     answers: Path
     thresholds: dict[str, float] | None = None
     leaderboard: list[float] = field(default_factory=list)
+'''
+
+#: the stand-in of engine/grading/evaluator.py (a subprocess, not the sandbox: the grader's container is one)
+EVALUATOR = '''from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import InvalidSubmission
+from .external import ANSWERS_FILE, EVALUATOR_FILE, TIMEOUT_S, score_of
+
+#: the folder holding the task's files (set by the grader: beside it, or its public/)
+FILES = None
+
+
+def _run(work, submission):
+    try:
+        done = subprocess.run([sys.executable, EVALUATOR_FILE, "--submission_path", submission], cwd=work,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"timed_out": True, "timeout_s": TIMEOUT_S}
+    return {"rc": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def evaluator_scores(spec, answers, submissions, *, files=None, public=None, sandbox=None):
+    """Each submission's score by the environment's own evaluator (or the InvalidSubmission saying why)."""
+    folder = Path(public if public is not None else FILES)
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="sandmle-grade-") as tmp:
+        for i, (name, submission) in enumerate(submissions.items()):
+            work = Path(tmp) / f"task-{i}"
+            shutil.copytree(folder, work)
+            for rel, data in (files or {}).items():
+                (work / rel).write_bytes(data)
+            (work / ANSWERS_FILE).write_text(answers.to_csv(index=False))
+            (work / EVALUATOR_FILE).write_text(spec.evaluator_code or "")
+            submission.to_csv(work / "_submission.csv", index=False)
+            try:
+                out[name] = score_of(_run(work, "_submission.csv"))
+            except InvalidSubmission as exc:
+                out[name] = exc
+    return out
 '''
 
 #: stand-ins for what the rewards import from the store (type names only)
@@ -129,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     env = EnvSpec(id=TASK["id"], grade=GradeSpec(**TASK["grade"]), public=Path(__file__).resolve().parent,
                   answers=_answers(args.answers), thresholds=TASK.get("thresholds"),
                   leaderboard=list(TASK.get("leaderboard") or []))
+    if TASK.get("evaluator_code") is not None:  # graded by the environment's own evaluator, embedded here
+        env.grade.evaluator_code = TASK["evaluator_code"]
+        sys.modules["_sandmle.grading.evaluator"].FILES = env.public / TASK.get("files", ".")
     report = grade(env, args.submission).to_dict()
     scheme = args.reward or (TASK.get("reward") if args.reward_file else None)
     if scheme == "score":
@@ -165,24 +217,30 @@ def _source(module: ModuleType) -> str:
 
 
 def task_record(env_id: str, spec: GradeSpec, thresholds: dict[str, Any] | None, leaderboard: list[float],
-                reward: str) -> dict[str, Any]:
-    """What the grader embeds: the grading spec, thresholds, leaderboard scores and the default reward."""
+                reward: str, *, files: str = ".") -> dict[str, Any]:
+    """What the grader embeds: the grading spec, thresholds, leaderboard scores and the default reward; for an
+    environment graded by its own evaluator, its source and where the task's files are (``files``, relative to the
+    grader's folder)."""
     th = {k: float(thresholds[k]) for k in ("gold", "silver", "bronze", "median")} if thresholds else None
-    return {"id": env_id, "grade": spec.to_dict(), "thresholds": th, "leaderboard": [float(s) for s in leaderboard],
-            "reward": reward}
+    out = {"id": env_id, "grade": spec.to_dict(), "thresholds": th, "leaderboard": [float(s) for s in leaderboard],
+           "reward": reward}
+    if spec.external:
+        out.update(evaluator_code=spec.evaluator_code, files=files)
+    return out
 
 
 def standalone_grader(task: dict[str, Any], *, name: str = "evaluator.py", title: str = "") -> str:
     """The source of one environment's standalone grader (see the module docstring)."""
     parts = [HEADER.format(title=title or f"Grader of {task['id']}", env_id=task["id"], name=name,
-                           modules=", ".join(f"engine/{n.replace('.', '/')}.py" for n, _ in BUNDLED),
+                           modules=", ".join(f"engine/{n.replace('.', '/')}.py" for n, m in BUNDLED if m is not None),
                            task=json.dumps(task, sort_keys=True))]
     for name, source in STORE.items():
         parts.append(f"_load({name!r}, {_literal(source)}, package={name == 'store'})")
     parts.append(f"_load('_sandmle.errors', {_literal(_source(errors))})")
     parts.append(f"_load('_sandmle.envs.layout', {_literal(LAYOUT.format(grade_spec=inspect.getsource(GradeSpec)))})")
     for name, module in BUNDLED[1:]:
-        parts.append(f"\n# {'-' * 70} engine/{name.replace('.', '/')}.py\n"
-                     f"_load('_sandmle.{name}', {_literal(_source(module))})")
+        what = f"engine/{name.replace('.', '/')}.py" + ("" if module is not None else " (its stand-in)")
+        parts.append(f"\n# {'-' * 70} {what}\n"
+                     f"_load('_sandmle.{name}', {_literal(_source(module) if module is not None else EVALUATOR)})")
     parts.append(MAIN)
     return "\n".join(parts)

@@ -9,6 +9,7 @@ runs it)::
     <id>/tests/test.sh          grades /app/submission.csv: reward -> /logs/verifier/reward.txt, report -> grade.json
     <id>/tests/grader.py        the standalone grader (sandmle's grading code, no sandmle import)
     <id>/tests/answers.csv      the hidden answers (Harbor uploads tests/ only after the agent is done)
+    <id>/tests/public/          graded by the task's own evaluator: the public files it runs beside
     <id>/solution/solve.sh      the strong reference solution the verifier ran (Harbor's oracle agent runs it)
 
 The base image defaults to the one ``sandmle sandbox build-image`` makes (nothing can be pulled here): an empty
@@ -25,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..grading.metrics import get_metric
+from ..grading.score import metric_of
 from ..sandbox.image import BASE_IMAGE, host_mounts
 from .grader_source import standalone_grader, task_record
 from .source import REFERENCE_SEED, Source
@@ -81,13 +82,14 @@ def instruction(src: Source) -> str:
     spec = src.env.grade
     header = ",".join([spec.id_column, *spec.prediction_columns])
     files = ", ".join(f"`{p.name}{'/' if p.is_dir() else ''}`" for p in src.public_files())
-    metric = get_metric(spec.metric)
+    metric = metric_of(spec)
+    how = "the task's own evaluator (the metric the description explains)" if spec.external else f"**{spec.metric}**"
     return (src.description().rstrip() + "\n\n## Your workspace\n\n"
             f"The task's files are in `{WORKDIR}` (the working directory): {files}. There is no internet access; "
             "Python with numpy, pandas and scikit-learn is installed.\n\n"
             f"Write your predictions to `{WORKDIR}/submission.csv`: one row per `{spec.id_column}` of `test.csv`, "
             f"with the header of `sample_submission.csv`:\n\n```\n{header}\n```\n\n"
-            f"It is graded once you finish, against hidden answers, with **{spec.metric}** "
+            f"It is graded once you finish, against hidden answers, with {how} "
             f"({'lower' if metric.lower_is_better else 'higher'} is better).\n")
 
 
@@ -148,8 +150,13 @@ def write_harbor_task(src: Source, dest: Path, *, base_image: str = BASE_IMAGE, 
     (dest / "environment" / "Dockerfile").write_text(dockerfile(base_image, mounts))
     if mounts:
         (dest / "environment" / "docker-compose.yaml").write_text(compose_mounts())
-    task = task_record(src.id, env.grade, env.thresholds, src.scores, reward)
+    task = task_record(src.id, env.grade, env.thresholds, src.scores, reward, files="public")
     (dest / "tests" / "grader.py").write_text(standalone_grader(task, name="grader.py"), encoding="utf-8")
+    if env.grade.external:  # its own evaluator runs over a copy of the task's files, not the agent's /app
+        (dest / "tests" / "public").mkdir()
+        for p in src.public_files():
+            if p.is_file():
+                shutil.copyfile(p, dest / "tests" / "public" / p.name)
     shutil.copyfile(env.answers, dest / "tests" / "answers.csv")
     shutil.copyfile(env.public / "sample_submission.csv", dest / "tests" / "sample_submission.csv")
     _script(dest / "tests" / "test.sh", TEST_SH.format(workdir=WORKDIR, reward=reward, report=REPORT))

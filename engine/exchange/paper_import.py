@@ -13,17 +13,20 @@ For each task:
    workspace that is not an agent's -- on the sample submission, the answers and every ladder submission: one that
    fails on the sample submission makes the task bad; its scores decide which of our metrics it computes (the one
    that gives the same score on every probe; ``is_lower_better`` and the metric names in its source break ties);
+   where none does, the evaluator itself becomes the environment's grader (``grader = "evaluator"``, run under the
+   sandbox at every grade: :mod:`engine.grading.evaluator`), its direction its ``is_lower_better``;
 4. :func:`verify_and_store` runs the verifier (ladder, learnability, saturation, grader fuzzing, leakage probes, the
    exploit audit),
    builds our leaderboard and medal thresholds, keeps the paper's thresholds beside ours, and stores the
    environment -- verified, or rejected with the verifier's reason -- with provenance ``imported: sandmle``.
 
-Where no metric of ours reproduces the evaluator's scores the task is reported bad (the paper's evaluator is not
-yet run as an environment's grader: see docs/export.md).
+An evaluator that fails on the sample submission, or gives no direction while computing none of our metrics, or
+scores the answers no better than the sample submission, makes the task bad.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -41,6 +44,8 @@ from ..envs.layout import EnvSpec, GradeSpec, envs_root, new_build_dir
 from ..envs.provenance import IMPORTED_BACKEND
 from ..envs.storage import file_rows
 from ..errors import InvalidSubmission, SandmleError
+from ..grading.evaluator import run_evaluator as run_program
+from ..grading.external import direction_of, output_object, thresholds_of
 from ..grading.metrics import METRICS, get_metric
 from ..grading.score import score_submission
 from ..sandbox import SandboxBackend, get_backend
@@ -80,7 +85,8 @@ class TaskOutcome:
     def line(self) -> str:
         if self.status == "bad":
             return f"bad {self.task}: {self.reason}"
-        head = f"{self.status} {self.task} -> {self.env_id} ({self.metric})"
+        graded = "graded by its own evaluator" if self.metric == GradeSpec.EVALUATOR else self.metric
+        head = f"{self.status} {self.task} -> {self.env_id} ({graded})"
         return head + (f": {self.reason}" if self.reason else "") + _thresholds_text(self)
 
 
@@ -196,27 +202,10 @@ def _title(description: str, fallback: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- the probes
-PROBE_RUNNER = r'''
-import json, subprocess, sys
-out = {}
-for name, path in json.load(open("_probes.json")).items():
-    try:
-        p = subprocess.run([sys.executable, "evaluator.py", "--submission_path", path], capture_output=True,
-                           text=True, timeout=120)
-        out[name] = {"rc": p.returncode, "stdout": p.stdout[-50000:], "stderr": p.stderr[-2000:]}
-    except subprocess.TimeoutExpired:
-        out[name] = {"rc": -9, "stdout": "", "stderr": "timed out after 120 s"}
-json.dump(out, open("_probe_result.json", "w"))
-'''
-
-
 def _evaluator_json(result: dict[str, Any]) -> dict[str, Any] | None:
     """The evaluator's JSON object when it exited 0 and gave a numeric score, else None."""
-    try:
-        data = json.loads(result["stdout"].strip().splitlines()[-1]) if result["stdout"].strip() else None
-    except (ValueError, IndexError):
-        return None
-    if result["rc"] != 0 or not isinstance(data, dict):
+    data = output_object(str(result.get("stdout") or ""))
+    if result.get("rc") != 0 or data is None:
         return None
     try:
         float(data["score"])
@@ -225,25 +214,15 @@ def _evaluator_json(result: dict[str, Any]) -> dict[str, Any] | None:
     return data
 
 
-def run_evaluator(sandbox: SandboxBackend, task: PaperTask, probes: dict[str, pd.DataFrame],
-                  staging: Path) -> dict[str, dict[str, Any]]:
+def run_evaluator(sandbox: SandboxBackend, task: PaperTask, probes: dict[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
     """The paper's evaluator on every probe submission, in one sandbox run of a grading workspace (the task's
     public files, the evaluator and the answers beside it: never an agent's workspace)."""
-    staging.mkdir(parents=True)
-    for p in task.public.iterdir():
-        (shutil.copytree if p.is_dir() else shutil.copy2)(p, staging / p.name)
-    shutil.copyfile(task.answers, staging / "answer.csv")
-    with sandbox.open(staging, label="import-evaluator") as ws:
-        for name, df in probes.items():
-            ws.write_file(f"_probe_{name}.csv", df.to_csv(index=False).encode())
-        ws.write_file("_probes.json", json.dumps({n: f"_probe_{n}.csv" for n in probes}).encode())
-        res = ws.run_python(PROBE_RUNNER, filename="_probe_runner.py")
-        try:
-            return dict(json.loads(ws.read_file("_probe_result.json")))
-        except (SandmleError, ValueError):
-            tail = (res.stderr_tail or res.stdout_tail).strip().splitlines()
-            raise BadTask(f"its evaluator could not be run ({res.status}: {tail[-1] if tail else 'no output'})") \
-                from None
+    code = task.evaluator.read_text(encoding="utf-8", errors="replace")
+    results = run_program(code, task.public, task.answers.read_bytes(), probes, sandbox=sandbox)
+    if all(r.get("rc") is None for r in results.values()):
+        said = str(next(iter(results.values())).get("stderr", "")) if results else "no probes"
+        raise BadTask(f"its evaluator could not be run ({said})")
+    return results
 
 
 def _close(a: float | None, b: float | None) -> bool:
@@ -338,29 +317,94 @@ def _probes(sandbox: SandboxBackend, build: Path, task: PaperTask,
     return probes
 
 
-def prepare(store: Store, sandbox: SandboxBackend, task: PaperTask, run_id: str, staging: Path) -> ImportDraft:
-    """Build one task's environment and find its grading spec (a :class:`BadTask` leaves nothing stored)."""
+def _sample_json(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    sample = _evaluator_json(results["sample"])
+    if sample is None:
+        r = results["sample"]
+        detail = (str(r.get("stderr") or "") or str(r.get("stdout") or "")).strip().splitlines()
+        raise BadTask(f"its evaluator fails on the sample submission (exit {r.get('rc')}: "
+                      f"{detail[-1][:200] if detail else 'no output'})")
+    return sample
+
+
+def _proxy_order(values: pd.DataFrame) -> list[str]:
+    """Our metrics that read submissions shaped like ``values`` (the answers' prediction columns), likeliest first."""
+    num = values.apply(pd.to_numeric, errors="coerce")
+    if num.notna().all().all():
+        arr = num.to_numpy(dtype=float)
+        if arr.shape[1] > 1 and ((arr >= 0) & (arr <= 1)).all() and np.allclose(arr.sum(axis=1), 1.0, atol=1e-6):
+            return ["log_loss", "multilabel_log_loss"]
+        if (arr == np.round(arr)).all() and all(num[c].nunique() <= 20 for c in num.columns):
+            return ["accuracy", "f1_macro", "rmse", "mcrmse"]
+        return ["mcrmse", "multilabel_log_loss"] if arr.shape[1] > 1 else ["rmse"]
+    if any(values[c].astype(str).str.contains(" ").any() for c in values.columns):
+        return ["map_at_3"]
+    return ["accuracy", "f1_macro"]
+
+
+def proxy_metric(build: Path, answers: pd.DataFrame, probes: dict[str, pd.DataFrame], id_column: str) -> str | None:
+    """A metric of ours that reads the task's submissions (same prediction shape) and scores every ladder
+    submission: an evaluator-graded environment's proxy, for screening only. None when none does."""
+    pred = [c for c in probes["sample"].columns if c != id_column]
+    order = _proxy_order(answers[pred])
+    ladder = {n: df for n, df in probes.items() if n not in ("sample", "answers")}
+    for name in order + [n for n in METRICS if n not in order]:
+        try:
+            spec = infer_spec(build, name, task_type_for(name, build))
+            for df in ladder.values():
+                score_submission(spec, answers, df)
+        except (SpecError, ValueError, KeyError, InvalidSubmission):
+            continue
+        return name
+    return None
+
+
+def own_grader(build: Path, task: PaperTask, answers: pd.DataFrame, probes: dict[str, pd.DataFrame],
+               theirs: dict[str, float | None], lower_is_better: bool | None) -> GradeSpec:
+    """The grading spec of a task whose evaluator computes none of our metrics: the evaluator itself grades
+    (``grader = "evaluator"``), in its direction, with a proxy metric of ours for screening; or :class:`BadTask`."""
+    lead = "its evaluator's metric maps onto none of ours"
+    if lower_is_better is None:
+        raise BadTask(f"{lead} and it prints no is_lower_better (so its direction is unknown)")
+    missing = [c for c in probes["sample"].columns if c not in answers.columns]
+    if missing:
+        raise BadTask(f"{lead} and its answers lack the submission's columns {missing} (our ladder's checks need them)")
+    perfect, sample = theirs.get("answers"), theirs["sample"]
+    if perfect is None:
+        raise BadTask(f"{lead} and it refuses the answers themselves as a submission")
+    if sample is not None and not (perfect < sample if lower_is_better else perfect > sample):
+        raise BadTask(f"{lead} and it scores the answers ({perfect:.4g}) no better than the sample submission "
+                      f"({sample:.4g}), although it says {'lower' if lower_is_better else 'higher'} is better")
+    proxy = proxy_metric(build, answers, probes, task.id_column)
+    if proxy is None:
+        raise BadTask(f"{lead} and its submissions fit no prediction shape of ours (labels, probabilities, numbers, "
+                      "rankings)")
+    base = infer_spec(build, proxy, task_type_for(proxy, build))
+    return dataclasses.replace(base, metric=GradeSpec.EVALUATOR, lower_is_better=lower_is_better,
+                               grader=GradeSpec.EVALUATOR, proxy_metric=proxy,
+                               answer_columns=[str(c) for c in answers.columns],
+                               evaluator_code=(build / "private" / "evaluator.py").read_text(encoding="utf-8",
+                                                                                              errors="replace"),
+                               home=build)
+
+
+def prepare(store: Store, sandbox: SandboxBackend, task: PaperTask, run_id: str) -> ImportDraft:
+    """Build one task's environment and find its grading spec (a :class:`BadTask` leaves nothing stored): the
+    metric of ours the evaluator computes, else the evaluator itself as the grader."""
     env_id, build = _build(store, task, run_id)
     try:
         answers = pd.read_csv(build / "private" / "answers.csv", dtype={task.id_column: str})
         probes = _probes(sandbox, build, task, answers)
-        results = run_evaluator(sandbox, task, probes, staging)
-        sample = _evaluator_json(results["sample"])
-        if sample is None:
-            detail = (results["sample"]["stderr"] or results["sample"]["stdout"]).strip().splitlines()
-            raise BadTask(f"its evaluator fails on the sample submission (exit {results['sample']['rc']}: "
-                          f"{detail[-1][:200] if detail else 'no output'})")
+        results = run_evaluator(sandbox, task, probes)
+        sample = _sample_json(results)
         theirs = {n: (float(d["score"]) if (d := _evaluator_json(r)) else None) for n, r in results.items()}
-        lib = sample.get("is_lower_better")
-        spec = map_metric(build, answers, probes, theirs, bool(lib) if lib is not None else None,
-                          task.evaluator.read_text(encoding="utf-8", errors="replace"))
-        if spec is None:
-            shown = ", ".join(f"{n} {v:.4g}" if v is not None else f"{n} invalid" for n, v in list(theirs.items())[:4])
-            raise BadTask(f"its evaluator's metric maps onto none of ours (its scores: {shown}, …)")
+        lib = direction_of(sample)
+        spec = map_metric(build, answers, probes, theirs, lib,
+                          task.evaluator.read_text(encoding="utf-8", errors="replace")) or \
+            own_grader(build, task, answers, probes, theirs, lib)
         (build / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2, sort_keys=True))
-        paper = {"thresholds": {k: float(sample[f"{k}_threshold"]) for k in ("gold", "silver", "bronze", "median")
-                                if isinstance(sample.get(f"{k}_threshold"), (int, float))} or None,
-                 "is_lower_better": lib, "probe_scores": theirs}
+        paper = {"thresholds": thresholds_of(sample), "is_lower_better": lib, "probe_scores": theirs,
+                 "grader": "its own evaluator" if spec.external else f"our {spec.metric}"}
         description = (build / "public" / "description.md").read_text(encoding="utf-8", errors="replace")
         return ImportDraft(task=task, env_id=env_id, build=build, spec=spec, modality=_modality(build, spec),
                            title=_title(description, task.name), paper=paper)
@@ -425,17 +469,13 @@ def import_tasks(store: Store, folder: str | Path, *, split: str = "train", sett
     own = sandbox is None
     box = sandbox or get_backend(store=store, settings=with_solution_imports(settings.sandbox))
     outcomes: list[TaskOutcome] = []
-    staging_root = Path(store.data_dir) / "tmp"
     try:
-        for i, task_dir in enumerate(tasks):
-            staging = staging_root / f"import-{run_id}-{i}"
+        for task_dir in tasks:
             try:
-                draft = prepare(store, box, check_task(task_dir), run_id, staging)
+                draft = prepare(store, box, check_task(task_dir), run_id)
                 outcomes.append(verify_and_store(store, box, draft, run_id=run_id, split=split, settings=settings))
             except BadTask as exc:
                 outcomes.append(TaskOutcome(task=task_dir.name, status="bad", reason=str(exc)))
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
     except BaseException as exc:
         store.runs.finish(run_id, "failed", error=str(exc))
         raise

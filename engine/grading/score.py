@@ -1,12 +1,15 @@
 """Score a submission frame against an answers frame: validate, align on the id column, apply the metric.
 
 This is the one scoring routine of the project: synthesis uses it to verify environments (reference ladder,
-grader fuzzing) and ``engine.grading.grade`` builds grade reports on top of it. Every reason a submission cannot
+grader fuzzing) and ``engine.grading.grade`` builds grade reports on top of it. An environment graded by its own
+evaluator (``spec.external``) is scored by that program under the sandbox (:mod:`.evaluator`); :func:`score_many`
+scores many submissions in one run of it. Every reason a submission cannot
 be scored raises :class:`engine.errors.InvalidSubmission` with a message precise enough for an agent to fix it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +17,8 @@ import pandas as pd
 
 from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission
-from .metrics import get_metric
-
-
+from .evaluator import evaluator_scores
+from .metrics import Metric, get_metric
 
 def read_frame(path: str | Path, id_column: str) -> pd.DataFrame:
     """Read a CSV with the id column as text (ids never lose leading zeros or become floats)."""
@@ -139,6 +141,11 @@ def score_submission(spec: GradeSpec, answers_df: pd.DataFrame, submission_df: p
     Raises :class:`InvalidSubmission` for any submission that cannot be scored (wrong columns, row count, ids,
     NaN/inf, non-numeric values, unknown labels, probabilities outside [0, 1], a metric that rejects the values).
     """
+    if spec.external:
+        value = evaluator_scores(spec, answers_df, {"submission": submission_df})["submission"]
+        if isinstance(value, InvalidSubmission):
+            raise value
+        return value
     for c in [spec.id_column, *spec.prediction_columns]:
         if c not in answers_df.columns:
             raise InvalidSubmission(f"the answers lack column {c!r} (a broken grading spec)")
@@ -152,3 +159,48 @@ def score_submission(spec: GradeSpec, answers_df: pd.DataFrame, submission_df: p
     if not np.isfinite(value):
         raise InvalidSubmission(f"metric {spec.metric} gave a non-finite score ({value})")
     return value
+
+
+def score_many(spec: GradeSpec, answers_df: pd.DataFrame,
+               submissions: dict[str, pd.DataFrame]) -> dict[str, float | InvalidSubmission]:
+    """:func:`score_submission` of each submission, or the :class:`InvalidSubmission` saying why it has no score
+    (an environment's own evaluator grades them all in one sandbox run)."""
+    if spec.external:
+        return evaluator_scores(spec, answers_df, submissions)
+    out: dict[str, float | InvalidSubmission] = {}
+    for name, df in submissions.items():
+        try:
+            out[name] = score_submission(spec, answers_df, df)
+        except InvalidSubmission as exc:
+            out[name] = exc
+    return out
+
+
+def screening_spec(spec: GradeSpec) -> GradeSpec:
+    """The spec to compute a metric with at speed (thousands of times: bootstrap resamples, the exploit audit's
+    attempts): ``spec`` itself, or for an environment graded by its own evaluator its proxy metric of ours, with the
+    same columns and prediction shape -- for screening and resampling only, never a grade."""
+    if not spec.external:
+        return spec
+    if not spec.proxy_metric:
+        raise InvalidSubmission("graded by its own evaluator, with no proxy metric to screen with (a broken spec)")
+    proxy = get_metric(spec.proxy_metric)
+    return dataclasses.replace(spec, metric=proxy.name, lower_is_better=proxy.lower_is_better, grader=None,
+                               proxy_metric=None, answer_columns=None, evaluator_code=None)
+
+
+def _no_function(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    raise ValueError("the environment's own evaluator is a program, not a function of two arrays: score_submission "
+                     "runs it")
+
+
+def metric_of(spec: GradeSpec) -> Metric:
+    """The metric entry of ``spec``; for an environment graded by its own evaluator, one that says so: its direction,
+    its proxy's prediction shape, no known best and no fixed scale."""
+    if not spec.external:
+        return get_metric(spec.metric)
+    proxy = get_metric(screening_spec(spec).metric)
+    return Metric(spec.metric, _no_function, spec.lower_is_better, proxy.prediction,
+                  "the environment's own evaluator (evaluator.py)", None,
+                  prose="the task's own evaluator (its metric is described above)", regression=proxy.regression,
+                  probabilities=proxy.probabilities, ordinal=proxy.ordinal, non_negative=proxy.non_negative)

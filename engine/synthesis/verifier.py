@@ -18,8 +18,10 @@ import pandas as pd
 from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission, SandboxError
 from ..grading.audit import audit
-from ..grading.metrics import fast_fn, get_metric
-from ..grading.score import answers_matrix, prediction_matrix, read_frame, score_submission, validate
+from ..grading.evaluator import using
+from ..grading.metrics import fast_fn
+from ..grading.score import (answers_matrix, metric_of, prediction_matrix, read_frame, score_many, score_submission,
+                             screening_spec, validate)
 from ..grading.thresholds import thresholds
 from ..sandbox import Limits, RunMeta, SandboxBackend
 from .fidelity import Profile, check, measure
@@ -93,7 +95,7 @@ def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: f
     such as ROC-AUC unchanged)."""
     out = strong.copy()
     perm = rng.permutation(len(out))
-    if get_metric(spec.metric).prediction == "label":
+    if metric_of(spec).prediction == "label":
         swap = rng.random(len(out)) > alpha
         for c in spec.prediction_columns:
             vals = out[c].to_numpy()
@@ -108,7 +110,9 @@ def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: f
 def paired_bootstrap_interval(spec: GradeSpec, answers: pd.DataFrame, best: pd.DataFrame, trivial: pd.DataFrame,
                               rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> tuple[float, float]:
     """The (q, 1 − q) quantiles of (best − constant) over bootstrap resamples of the test rows: a lower bound > 0
-    means the lead holds beyond the test set's sampling noise (a fluke on random labels does not)."""
+    means the lead holds beyond the test set's sampling noise (a fluke on random labels does not). An environment
+    graded by its own evaluator is resampled with its proxy metric (a program cannot score resampled ids)."""
+    spec = screening_spec(spec)
     fn = fast_fn(spec.metric)
     sign = -1.0 if spec.lower_is_better else 1.0
     Y = answers_matrix(spec, answers)
@@ -157,15 +161,21 @@ def fuzz(spec: GradeSpec, answers: pd.DataFrame, sub: pd.DataFrame, base: float,
     """Each malformed variant must be invalid or score no better (beyond ``tolerance``, the seed-to-seed noise,
     for a variant such as shuffled ids that stays valid); a crash is a grader bug."""
     outcome, problems = {}, []
-    for name, case in fuzz_cases(spec, sub, rng).items():
-        try:
-            s = score_submission(spec, answers, case)
-        except InvalidSubmission:
+    cases = fuzz_cases(spec, sub, rng)
+    results: dict[str, float | Exception] = dict(score_many(spec, answers, cases)) if spec.external else {}
+    for name, case in cases.items():
+        if not spec.external:
+            try:
+                results[name] = score_submission(spec, answers, case)
+            except Exception as exc:  # noqa: BLE001 - a crash is exactly what fuzzing looks for
+                results[name] = exc
+        s = results[name]
+        if isinstance(s, InvalidSubmission):
             outcome[name] = "invalid"
             continue
-        except Exception as exc:  # noqa: BLE001 - a crash is exactly what fuzzing looks for
-            outcome[name] = f"crash: {type(exc).__name__}"
-            problems.append(f"grader crashed on {name}: {type(exc).__name__}: {exc}")
+        if isinstance(s, Exception):
+            outcome[name] = f"crash: {type(s).__name__}"
+            problems.append(f"grader crashed on {name}: {type(s).__name__}: {s}")
             continue
         outcome[name] = f"score {s:.4g}"
         if better(spec, s, base) and abs(s - base) > tolerance:
@@ -260,10 +270,11 @@ def leaderboard(spec: GradeSpec, answers: pd.DataFrame, scored: list[tuple[Ladde
     """The environment's leaderboard: every reference run, and blends of the strong one with the constant."""
     board: list[dict[str, Any]] = [{"name": f"reference-{r.name}", "score": score, "rng_seed": r.seed,
                                     "source": "reference", "wall_s": round(r.wall_s, 4)} for r, score in scored]
-    for alpha in (0.25, 0.5, 0.75):
-        try:
-            v = score_submission(spec, answers, blend(spec, strong, trivial, alpha, rng))
-        except InvalidSubmission:
+    variants = {alpha: blend(spec, strong, trivial, alpha, rng) for alpha in (0.25, 0.5, 0.75)}
+    scores = score_many(spec, answers, {str(alpha): df for alpha, df in variants.items()})
+    for alpha in variants:
+        v = scores[str(alpha)]
+        if isinstance(v, InvalidSubmission):
             continue
         board.append({"name": f"variant-strong{int(alpha * 100)}", "score": float(v), "rng_seed": seed,
                       "source": "variant", "wall_s": None})
@@ -276,8 +287,17 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
            exploit_audit: bool = True) -> Verdict:
     """Accept or reject one environment; ``expected`` (the seed's profile) is checked first: an environment that
     loses what makes its seed that task (classes, feature kind and count, id and submission format) is rejected.
-    (``exploit_audit=False`` only to measure what the audit costs: ``sandmle bench synth``.)"""
-    rng = rng or np.random.default_rng(0)
+    (``exploit_audit=False`` only to measure what the audit costs: ``sandmle bench synth``.) An environment graded by
+    its own evaluator is graded by it here too, in ``sandbox``: the ladder, the leaderboard, fuzzing and the audit's
+    confirmations."""
+    with using(sandbox):
+        return _verify(sandbox, env_dir, spec, seeds=seeds, media_col=media_col, limits=limits, meta=meta,
+                       rng=rng or np.random.default_rng(0), expected=expected, exploit_audit=exploit_audit)
+
+
+def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...],
+            media_col: str | None, limits: Limits | None, meta: RunMeta | None, rng: np.random.Generator,
+            expected: Profile | None, exploit_audit: bool) -> Verdict:
     if expected is not None:
         measured = measure(env_dir, spec)
         problems = check(expected, measured)
@@ -288,13 +308,16 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
     runs, subs, wall = run_ladder(sandbox, env_dir / "public", spec, seeds, limits=limits, meta=meta)
     report: dict[str, Any] = {"ladder_wall_s": round(wall, 3)}
     failed = [r for r in runs if r.status != "ok"]
+    scores = score_many(spec, answers, {f"{r.name}-{r.seed}": subs[(r.name, r.seed)] for r in runs
+                                        if (r.name, r.seed) in subs})
     for r in runs:
         if (r.name, r.seed) in subs:
-            try:
-                r.score = score_submission(spec, answers, subs[(r.name, r.seed)])
-            except InvalidSubmission as exc:
-                r.status, r.error = "invalid", str(exc)
+            value = scores[f"{r.name}-{r.seed}"]
+            if isinstance(value, InvalidSubmission):
+                r.status, r.error = "invalid", str(value)
                 failed.append(r)
+            else:
+                r.score = value
     report["ladder"] = [asdict(r) for r in runs]
     if failed:
         f = failed[0]
@@ -306,7 +329,7 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
         by.setdefault(r.name, []).append(score)
     means = {k: float(np.mean(v)) for k, v in by.items()}
     noise = max(float(np.std(v)) for v in by.values())
-    m = get_metric(spec.metric)
+    m = metric_of(spec)
     sign = -1.0 if spec.lower_is_better else 1.0
     best_name = max(("simple", "strong"), key=lambda k: sign * means[k])
     gap = sign * (means[best_name] - means["trivial"])
@@ -315,7 +338,7 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
     lower, upper = paired_bootstrap_interval(spec, answers, subs[(best_name, seeds[0])], subs[("trivial", seeds[0])],
                                              rng)
     report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap, "gap_lower_q": lower,
-                   "gap_upper_q": upper})
+                   "gap_upper_q": upper, "bootstrap_metric": screening_spec(spec).metric})
     if gap <= min_gap or lower <= 0:
         return Verdict(False, f"not learnable: the best reference ({best_name} {means[best_name]:.4g}) beats the "
                               f"constant ({means['trivial']:.4g}) by {gap:.4g} (needs > {min_gap:.4g} and a bootstrap lower "
@@ -339,20 +362,28 @@ def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tu
     report["fuzz"] = outcome
     if problems:
         return Verdict(False, "grader fuzzing: " + problems[0], "grader", report=report)
-    leak, leak_problems = leakage(spec, env_dir / "public", answers, media_col)
+    leak, leak_problems = leakage(screening_spec(spec), env_dir / "public", answers, media_col)
     report["leakage"] = leak
     report["leaks_fired"] = leak_problems
     if leak_problems:
         return Verdict(False, "leakage: " + leak_problems[0], "engineer", 1.0, report)
     accepted = Verdict(True, "", report=report, leaderboard=board, thresholds=th.to_dict())
-    return _audited(env_dir, spec, accepted, means["strong"]) if exploit_audit else accepted
+    if not exploit_audit:
+        return accepted
+    screen = float(np.mean([score_submission(screening_spec(spec), answers, subs[("strong", s)]) for s in seeds])) \
+        if spec.external else None
+    if screen is not None:
+        report["screen_strong"] = screen  # the strong reference by the proxy metric: the audit's screening bar
+    return _audited(env_dir, spec, accepted, means["strong"], screen)
 
 
-def _audited(env_dir: Path, spec: GradeSpec, verdict: Verdict, strong: float) -> Verdict:
+def _audited(env_dir: Path, spec: GradeSpec, verdict: Verdict, strong: float,
+             screen_strong: float | None = None) -> Verdict:
     """The last check: can the answers be read off a public file (the exploit audit, against the ladder's gold
-    threshold and strong reference)? ``verdict`` (an acceptance) is returned with what it read, or a rejection."""
+    threshold and strong reference)? ``verdict`` (an acceptance) is returned with what it read, or a rejection.
+    (``screen_strong``: the strong reference's proxy score, for an environment graded by its own evaluator.)"""
     gold = (verdict.thresholds or {}).get("gold")
-    exploits = audit(env_dir, spec, gold=gold, strong=strong)
+    exploits = audit(env_dir, spec, gold=gold, strong=strong, screen_strong=screen_strong)
     verdict.report["audit"] = exploits.to_dict()
     if exploits.findings:
         return Verdict(False, "exploit audit: " + exploits.reason(), "engineer", 1.0, verdict.report)

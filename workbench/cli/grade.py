@@ -27,10 +27,20 @@ def grade(ctx: Context, env: str, submission: str, metric: str | None, reward: s
     spec = resolve_env(ctx.store, env, metric=metric)
     report = grade_fn(spec, submission)
     value = compute_reward(report, [], reward)[0] if reward else None
+    row = ctx.store.envs.find(spec.id)
+    paper = ((row or {}).get("verification") or {}).get("paper") or {}
+    extra = {**({"grader": spec.grade.grader} if spec.grade.external else {}),
+             **({"paper_thresholds": paper["thresholds"]} if paper.get("thresholds") else {})}
     if as_json:
-        emit_json({**report.to_dict(), **({"reward": value} if reward else {})})
+        emit_json({**report.to_dict(), **extra, **({"reward": value} if reward else {})})
     else:
         click.echo(format_report(report))
+        if spec.grade.external:
+            click.echo("  graded by its own evaluator (private/evaluator.py, in the sandbox)")
+        if paper.get("thresholds"):
+            th = paper["thresholds"]
+            click.echo("  paper's thresholds " + " · ".join(f"{k} {th[k]:.6g}" for k in ("gold", "silver", "bronze",
+                                                                                       "median") if k in th))
         if reward:
             click.echo(f"  reward ({reward}, submission alone) {value:.6g}")
     if not report.valid_submission:

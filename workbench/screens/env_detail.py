@@ -155,8 +155,12 @@ class EnvDetailScreen(BaseScreen):
         t = env.get("thresholds") or {}
         shown = " · ".join(f"{k} {t[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
                            if isinstance(t.get(k), (int, float)))
+        paper = ((env.get("verification") or {}).get("paper") or {}).get("thresholds") or {}
+        theirs = " · ".join(f"{k} {paper[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
+                            if isinstance(paper.get(k), (int, float)))
         self.query_one("#env-thresholds", Static).update(
-            f"medal thresholds ({'lower' if env['lower_is_better'] else 'higher'} is better): {shown or '—'}")
+            f"medal thresholds ({'lower' if env['lower_is_better'] else 'higher'} is better): {shown or '—'}"
+            + (f"\npaper's thresholds: {theirs}" if theirs else ""))
         board = self.query_one("#env-board", DataTable)
         board.clear()
         for i, e in enumerate(self.store.envs.leaderboard(self.env_id), 1):

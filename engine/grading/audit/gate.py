@@ -16,12 +16,14 @@ from .run import AuditReport, audit, file_hashes
 
 
 def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] | None = None,
-              cache: str | Path | None = None) -> AuditReport:
+              cache: str | Path | None = None, screen_strong: float | None = None) -> AuditReport:
     """The audit of one environment folder against its leaderboard's gold threshold (and ``strong``, where a
-    reference solution was run); reused from ``cache`` while nothing it depends on changed."""
+    reference solution was run; ``screen_strong``, its proxy score where the environment is graded by its own
+    evaluator); reused from ``cache`` while nothing it depends on changed."""
     th = env_thresholds(env)
     gold = th.gold if th is not None else None
-    key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), gold, strong, declared],
+    key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), gold, strong, declared,
+                                     screen_strong, env.grade.evaluator_code],
                                     sort_keys=True, default=str).encode()).hexdigest()
     path = Path(cache) / f"{env.id}.json" if cache is not None else None
     if path is not None and path.is_file():
@@ -31,7 +33,7 @@ def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] 
                 return AuditReport.from_dict(data["report"])
         except (ValueError, KeyError, TypeError):
             pass
-    report = audit(env.dir, env.grade, gold=gold, strong=strong, declared=declared)
+    report = audit(env.dir, env.grade, gold=gold, strong=strong, declared=declared, screen_strong=screen_strong)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "report": report.to_dict()}, default=str))

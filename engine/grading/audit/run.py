@@ -7,6 +7,11 @@ submission scored on the hidden answers. An attempt that reaches the gold thresh
 A feature of ``test.csv`` that ``train.csv`` also has is the agent's to use: it is a finding only when it gives the
 answers away on the test rows and not on the training rows (a monotone transform of the label planted in the test
 set).
+
+An environment graded by its own evaluator (a program, too slow for thousands of attempts) is screened with its
+proxy metric (:func:`engine.grading.score.screening_spec`): an attempt half way from the constant to the strong
+reference's proxy score goes on to its evaluator, which decides -- one sandbox run for every attempt screened in --
+against the gold threshold and the strong reference in the evaluator's own scores.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -24,7 +29,8 @@ import pandas as pd
 from ...envs.layout import GradeSpec
 from ...errors import InvalidSubmission
 from ..metrics import fast_fn, get_metric
-from ..score import answers_matrix, norm_labels, prediction_matrix, read_frame, score_submission
+from ..score import (answers_matrix, norm_labels, prediction_matrix, read_frame, score_many, score_submission,
+                     screening_spec)
 from .decode import Attempt, Pool, Target, label_attempts, numeric_attempts
 from .sources import MAX_BYTES, Candidate, Public, candidates, media_columns, norm_keys
 
@@ -40,6 +46,10 @@ CONFIDENCE = 0.9
 TRAIN_ROWS = 200_000
 #: probabilities read off a file are kept this far from 0 and 1 (a log loss is not ruined by one wrong row)
 CLIP = 0.025
+#: the attempts of one file and column confirmed by the grader at most (best first)
+PER_KEY = 3
+#: graded by its own evaluator: an attempt this far towards the proxy's bar goes on to the evaluator
+SCREEN_SHARE = 0.5
 
 
 @dataclass
@@ -427,22 +437,34 @@ def _read_view(env_dir: Path, spec: GradeSpec) -> tuple[pd.DataFrame, Public]:
 
 
 def audit(env_dir: str | Path, spec: GradeSpec, *, gold: float | None = None, strong: float | None = None,
-          only: set[str] | None = None, declared: list[str] | None = None) -> AuditReport:
+          only: set[str] | None = None, declared: list[str] | None = None,
+          screen_strong: float | None = None) -> AuditReport:
     """Try to recover the hidden answers of the environment in ``env_dir`` from its public files; the report's
     findings name each file and column that gives them away (an attempt that reaches ``gold`` or beats ``strong``,
     see :class:`Bar`) and each public file that ``declared`` (default: :func:`declared_files`) does not cover.
     ``only``: audit just these public files (paths relative to ``env_dir``), e.g. a description written after
-    the rest was audited. An audit that cannot run is a finding too (it fails closed)."""
+    the rest was audited. An audit that cannot run is a finding too (it fails closed). ``screen_strong``: for an
+    environment graded by its own evaluator, the strong reference's score by its proxy metric (the screening bar)."""
     start = time.perf_counter()
     try:
-        return _audit(Path(env_dir), spec, gold, strong, only, declared)
+        return _audit(Path(env_dir), spec, Bars(gold, strong, screen_strong), only, declared)
     except Exception as exc:  # noqa: BLE001 - whatever stops the audit, the environment is not verified
         first = str(exc).splitlines()[0][:200] if str(exc) else ""
         return AuditReport(findings=[Finding("error", "", how=f"{type(exc).__name__}: {first}")],
                            wall_s=round(time.perf_counter() - start, 4))
 
 
-def _audit(env_dir: Path, spec: GradeSpec, gold: float | None, strong: float | None, only: set[str] | None,
+@dataclass
+class Bars:
+    """What the audit was given to judge by: the gold threshold and the strong reference (in the grader's scores);
+    for an environment graded by its own evaluator, the strong reference's proxy score too."""
+
+    gold: float | None
+    strong: float | None
+    screen_strong: float | None = None
+
+
+def _audit(env_dir: Path, spec: GradeSpec, bars: Bars, only: set[str] | None,
            declared: list[str] | None) -> AuditReport:
     start = time.perf_counter()
     answers, view = _read_view(env_dir, spec)
@@ -452,33 +474,27 @@ def _audit(env_dir: Path, spec: GradeSpec, gold: float | None, strong: float | N
         if only is None or rel in only:
             report.findings.append(Finding("undeclared", rel, how="the grading spec declares "
                                            + ", ".join(report.declared)))
-    grid = Grid(spec, answers, constant_base(spec, answers, view.train))
+    screen = screening_spec(spec)
+    grid = Grid(screen, answers, constant_base(screen, answers, view.train))
     trivial = grid.score(grid.P0)
     if trivial is None:
         raise InvalidSubmission("the exploit audit cannot score a constant submission (a broken grading spec)")
-    bar = Bar(trivial, spec.lower_is_better, gold, strong, get_metric(spec.metric).best)
+    bar = Bar(trivial, screen.lower_is_better, None if spec.external else bars.gold,
+              bars.screen_strong if spec.external else bars.strong, get_metric(screen.metric).best)
     report.bar = bar.to_dict()
-    tgts = targets(spec, answers, view.train, grid)
-    cands = list(candidates(view, _text_labels(spec, tgts), only))
+    tgts = targets(screen, answers, view.train, grid)
+    cands = list(candidates(view, _text_labels(screen, tgts), only))
     report.candidates = len(cands)
     tried = _try(grid, tgts, cands, report)
-    train_side = TrainSide(spec, view.train, grid.frame(grid.P0)) if any(
-        a.candidate.legit and bar.reached(s) for a, _, s, _ in tried) else None
-    leaks: dict[tuple[str, str], Finding] = {}
-    for att, target, score, P in sorted(tried, key=lambda x: -bar.gap(x[2])):
-        key = (att.candidate.source, att.candidate.column)
-        if key in leaks or not bar.reached(score):
-            continue
-        if att.candidate.legit and not _legit_leak(att, score, bar, train_side):
-            continue
-        real = grid.confirm(P)
-        if real is not None and bar.reached(real):
-            how = att.decoder + (f", for {target.name!r}" if len(tgts) > 1 else "")
-            leaks[key] = Finding("leak", att.candidate.source, att.candidate.column, how, real, bar.describe())
-    if not leaks:
-        combined = _combined(grid, tgts, tried, bar)
-        if combined is not None:
-            leaks[(combined.file, combined.column or "")] = combined
+
+    def screened(score: float) -> bool:
+        return bar.share(score) >= SCREEN_SHARE if spec.external else bar.reached(score)
+
+    train_side = TrainSide(screen, view.train, grid.frame(grid.P0)) if any(
+        a.candidate.legit and screened(s) for a, _, s, _ in tried) else None
+    picks = _picks(tried, bar, screened, train_side)
+    combined = _combined(grid, tgts, tried, bar, screened)
+    leaks = _confirmed(spec, grid, bars, bar, picks, combined, len(tgts) > 1)
     report.findings = list(leaks.values()) + report.findings
     report.best = [{"where": a.where, "how": a.decoder, "target": t.name, "score": round(s, 6)}
                    for a, t, s, _ in sorted(tried, key=lambda x: -bar.gap(x[2]))[:5]]
@@ -503,9 +519,69 @@ def _try(grid: Grid, tgts: list[Target], cands: list[Candidate],
     return tried
 
 
-def _combined(grid: Grid, tgts: list[Target], tried: list[tuple[Attempt, Target, float, np.ndarray]],
-              bar: Bar) -> Finding | None:
-    """Several prediction columns, each read off its best column (not a feature): together, do they win?"""
+Tried = list[tuple[Attempt, Target, float, np.ndarray]]
+
+
+def _picks(tried: Tried, bar: Bar, screened: Callable[[float], bool], train_side: TrainSide | None) -> Tried:
+    """The attempts the grader itself must judge: screened in (a feature only where it gives away more on the test
+    rows than on the training rows), best first, at most :data:`PER_KEY` per file and column."""
+    picks: Tried = []
+    per_key: dict[tuple[str, str], int] = {}
+    for att, target, score, P in sorted(tried, key=lambda x: -bar.gap(x[2])):
+        key = (att.candidate.source, att.candidate.column)
+        if per_key.get(key, 0) >= PER_KEY or not screened(score):
+            continue
+        if att.candidate.legit and not _legit_leak(att, score, bar, train_side):
+            continue
+        per_key[key] = per_key.get(key, 0) + 1
+        picks.append((att, target, score, P))
+    return picks
+
+
+def _graded(spec: GradeSpec, grid: Grid, Ps: list[np.ndarray]) -> list[float | None]:
+    """The grader's own scores of attempts (None: invalid); an evaluator grades them all in one sandbox run."""
+    if not spec.external:
+        return [grid.confirm(P) for P in Ps]
+    scores = score_many(spec, grid.answers, {str(i): grid.frame(P) for i, P in enumerate(Ps)})
+    return [None if isinstance(v, InvalidSubmission) else v for v in (scores[str(i)] for i in range(len(Ps)))]
+
+
+def _confirmed(spec: GradeSpec, grid: Grid, bars: Bars, bar: Bar, picks: Tried,
+               combined: tuple[np.ndarray, list[Attempt], int] | None, several: bool) -> dict[tuple[str, str], Finding]:
+    """The findings: each file and column whose attempt the grader confirms at the bar (in the grader's own scores:
+    for an environment graded by its own evaluator, the constant is scored by it too, for the gap)."""
+    if not picks and combined is None:
+        return {}
+    Ps = [P for *_, P in picks] + ([combined[0]] if combined is not None else [])
+    real_bar = bar
+    if spec.external:
+        trivial, *graded = _graded(spec, grid, [grid.P0, *Ps])
+        if trivial is None:
+            raise InvalidSubmission("the environment's evaluator refuses a constant submission: the exploit audit "
+                                    "cannot judge its attempts")
+        real_bar = Bar(trivial, spec.lower_is_better, bars.gold, bars.strong, None)
+    else:
+        graded = _graded(spec, grid, Ps)
+    leaks: dict[tuple[str, str], Finding] = {}
+    for (att, target, _, _), real in zip(picks, graded):
+        key = (att.candidate.source, att.candidate.column)
+        if key not in leaks and real is not None and real_bar.reached(real):
+            how = att.decoder + (f", for {target.name!r}" if several else "")
+            leaks[key] = Finding("leak", att.candidate.source, att.candidate.column, how, real, real_bar.describe())
+    real = graded[-1] if combined is not None else None
+    if not leaks and combined is not None and real is not None and real_bar.reached(real):
+        _, used, n_columns = combined
+        files = " + ".join(dict.fromkeys(a.candidate.source for a in used))
+        leaks[(files, "")] = Finding("leak", files, ", ".join(a.candidate.column for a in used),
+                                     f"one column per prediction column ({len(used)} of {n_columns})", real,
+                                     real_bar.describe())
+    return leaks
+
+
+def _combined(grid: Grid, tgts: list[Target], tried: Tried, bar: Bar,
+              screened: Callable[[float], bool]) -> tuple[np.ndarray, list[Attempt], int] | None:
+    """Several prediction columns, each read off its best column (not a feature): together, do they win? The
+    submission to confirm, the attempts it is made of and the number of prediction columns."""
     columns = [t for t in tgts if t.name != LABEL_VIEW]
     if len(columns) < 2:
         return None
@@ -518,11 +594,6 @@ def _combined(grid: Grid, tgts: list[Target], tried: list[tuple[Attempt, Target,
         P = grid.apply(target, att.values, P)
         used.append(att)
     score = grid.score(P) if used else None
-    if score is None or not bar.reached(score):
+    if score is None or not screened(score):
         return None
-    real = grid.confirm(P)
-    if real is None or not bar.reached(real):
-        return None
-    files = " + ".join(dict.fromkeys(a.candidate.source for a in used))
-    return Finding("leak", files, ", ".join(a.candidate.column for a in used),
-                   f"one column per prediction column ({len(used)} of {len(columns)})", real, bar.describe())
+    return P, used, len(columns)
