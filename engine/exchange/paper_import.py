@@ -214,7 +214,8 @@ def _evaluator_json(result: dict[str, Any]) -> dict[str, Any] | None:
     return data
 
 
-def run_evaluator(sandbox: SandboxBackend, task: PaperTask, probes: dict[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
+def run_evaluator(sandbox: SandboxBackend, task: PaperTask,
+                  probes: dict[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
     """The paper's evaluator on every probe submission, in one sandbox run of a grading workspace (the task's
     public files, the evaluator and the answers beside it: never an agent's workspace)."""
     code = task.evaluator.read_text(encoding="utf-8", errors="replace")
