@@ -30,7 +30,7 @@ from ..envs.layout import EnvSpec
 from ..exchange.export import ExportOptions, export_envs
 from ..exchange.paper_import import import_tasks
 from ..grading import grade
-from ..grading.evaluator import using
+from ..grading.evaluator import run_evaluator, using
 from ..grading.score import score_many
 from ..sandbox import SandboxBackend, get_backend
 from ..seeds.load import load_shipped
@@ -117,6 +117,9 @@ def _rows(ours: EnvSpec, theirs: EnvSpec, store: Store, n: int) -> list[dict[str
         batch = {str(i): frame for i in range(20)}
         rows.append({"what": "its own evaluator, sandboxed warm, 20 per run",
                      "ms_per_grade": _ms(lambda: score_many(theirs.grade, answers, batch), 2) / len(batch)})
+        inner = run_evaluator(str(theirs.grade.evaluator_code), theirs.public, answers, batch)
+        rows.append({"what": "  of which the evaluator's own run (fork + its code)",
+                     "ms_per_grade": sum(float(str(r.get("ms", 0))) for r in inner.values()) / len(inner)})
         rows.append({"what": "score tool call, our metric", "ms_per_grade": _score_tool_ms(ours, warm, n)})
         rows.append({"what": "score tool call, its own evaluator", "ms_per_grade": _score_tool_ms(theirs, warm, n)})
     with get_backend(store=store, settings=settings.model_copy(update={"warm": False})) as cold, using(cold):

@@ -110,7 +110,7 @@ def thresholds_of(data: dict[str, Any]) -> dict[str, float] | None:
 #: pay ~1 s of imports each); each child's output goes to files, a child past its time is killed
 RUNNER = r"""
 import json, os, runpy, signal, sys, time, traceback
-for _name in ("numpy", "pandas", "sklearn.metrics", "scipy.stats"):
+for _name in ("numpy", "pandas", "sklearn.metrics"):
     try:
         __import__(_name)
     except Exception:

@@ -307,17 +307,7 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
     answers = read_frame(env_dir / "private" / "answers.csv", spec.id_column)
     runs, subs, wall = run_ladder(sandbox, env_dir / "public", spec, seeds, limits=limits, meta=meta)
     report: dict[str, Any] = {"ladder_wall_s": round(wall, 3)}
-    failed = [r for r in runs if r.status != "ok"]
-    scores = score_many(spec, answers, {f"{r.name}-{r.seed}": subs[(r.name, r.seed)] for r in runs
-                                        if (r.name, r.seed) in subs})
-    for r in runs:
-        if (r.name, r.seed) in subs:
-            value = scores[f"{r.name}-{r.seed}"]
-            if isinstance(value, InvalidSubmission):
-                r.status, r.error = "invalid", str(value)
-                failed.append(r)
-            else:
-                r.score = value
+    failed, perfect = _score_ladder(spec, answers, runs, subs)
     report["ladder"] = [asdict(r) for r in runs]
     if failed:
         f = failed[0]
@@ -344,13 +334,12 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
                               f"constant ({means['trivial']:.4g}) by {gap:.4g} (needs > {min_gap:.4g} and a bootstrap lower "
                               f"bound > 0, got {lower:.3g})", "engineer", 1.6, report)
     best_score = max(by["strong"] + by["simple"], key=lambda s: sign * s)
-    saturated = (m.best is not None and abs(best_score - m.best) < 1e-9) or \
-        (m.bounded and m.best is not None and abs(best_score - m.best) < 0.01) or \
-        (spec.lower_is_better and best_score < 0.02 * abs(means["trivial"]))
+    saturated = _saturated(spec, best_score, means["trivial"], perfect)
     report["saturated"] = bool(saturated)
     if saturated:
-        return Verdict(False, f"saturated: a reference scores {best_score:.4g}, (nearly) the metric's best",
-                       "engineer", 0.6, report)
+        best = "what the answers themselves score" if spec.external else "the metric's best"
+        return Verdict(False, f"saturated: a reference scores {best_score:.4g}, (nearly) {best}", "engineer", 0.6,
+                       report)
     strong0 = subs[("strong", seeds[0])]
     board = leaderboard(spec, answers, scored, strong0, subs[("trivial", seeds[0])], seeds[0], rng)
     th = thresholds([e["score"] for e in board], spec.lower_is_better)
@@ -375,6 +364,37 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
     if screen is not None:
         report["screen_strong"] = screen  # the strong reference by the proxy metric: the audit's screening bar
     return _audited(env_dir, spec, accepted, means["strong"], screen)
+
+
+def _score_ladder(spec: GradeSpec, answers: pd.DataFrame, runs: list[LadderRun],
+                  subs: dict[tuple[str, int], pd.DataFrame]) -> tuple[list[LadderRun], float | None]:
+    """Score every ladder submission (an environment's own evaluator: all in one run, with the answers themselves
+    as a submission, whose score is that grader's best); the runs that failed, and that best (None: a metric's)."""
+    failed = [r for r in runs if r.status != "ok"]
+    batch = {f"{r.name}-{r.seed}": subs[(r.name, r.seed)] for r in runs if (r.name, r.seed) in subs}
+    if spec.external:
+        batch["_perfect"] = answers[[spec.id_column, *spec.prediction_columns]]
+    scores = score_many(spec, answers, batch)
+    for r in runs:
+        if (r.name, r.seed) in subs:
+            value = scores[f"{r.name}-{r.seed}"]
+            if isinstance(value, InvalidSubmission):
+                r.status, r.error = "invalid", str(value)
+                failed.append(r)
+            else:
+                r.score = value
+    perfect = scores.get("_perfect")
+    return failed, perfect if isinstance(perfect, float) else None
+
+
+def _saturated(spec: GradeSpec, best_score: float, trivial: float, perfect: float | None) -> bool:
+    """A reference at (nearly) the metric's best, or -- graded by its own evaluator, whose scale is unknown -- within
+    1% of the way from the constant to what the answers themselves score; lower-is-better, under 2% of the constant."""
+    m = metric_of(spec)
+    return (m.best is not None and abs(best_score - m.best) < 1e-9) or \
+        (m.bounded and m.best is not None and abs(best_score - m.best) < 0.01) or \
+        (perfect is not None and abs(best_score - perfect) <= 0.01 * abs(perfect - trivial)) or \
+        (spec.lower_is_better and best_score < 0.02 * abs(trivial))
 
 
 def _audited(env_dir: Path, spec: GradeSpec, verdict: Verdict, strong: float,
