@@ -106,15 +106,19 @@ def thresholds_of(data: dict[str, Any]) -> dict[str, float] | None:
 
 #: runs inside the grading workspace: every job of ``_eval_jobs.json`` as ``python evaluator.py --submission_path
 #: P`` would run it -- ``evaluator.py`` as ``__main__``, that argv, this working directory -- in a child forked
-#: from this process, which has already imported numpy, pandas and scikit-learn (a fresh interpreter per job would
-#: pay ~1 s of imports each); each child's output goes to files, a child past its time is killed
+#: from this process, which has already imported what the evaluator names of numpy, pandas, scikit-learn's metrics
+#: and scipy (a fresh interpreter per job would pay ~1 s of imports each); each child's output goes to files, a
+#: child past its time is killed
 RUNNER = r"""
 import json, os, runpy, signal, sys, time, traceback
-for _name in ("numpy", "pandas", "sklearn.metrics"):
-    try:
-        __import__(_name)
-    except Exception:
-        pass
+_source = open("evaluator.py", errors="replace").read()
+for _name, _named in (("numpy", "numpy"), ("pandas", "pandas"), ("sklearn.metrics", "sklearn"),
+                      ("scipy.stats", "scipy")):
+    if _named in _source:  # only what the evaluator names: sklearn.metrics alone is seconds to import cold
+        try:
+            __import__(_name)
+        except Exception:
+            pass
 try:  # pandas imports its CSV reader and join code on first use: once here, not once per child
     _frame = sys.modules["pandas"].read_csv("answer.csv")
     _frame.merge(_frame, on=list(_frame.columns[:1]))

@@ -1,4 +1,5 @@
-"""Grade reports with MLE-bench's fields: one submission file, graded outside any sandbox.
+"""Grade reports with MLE-bench's fields: one submission file, graded outside any agent's sandbox (an environment
+graded by its own evaluator has that program run in a grading workspace of its own: :mod:`.evaluator`).
 
 ``grade(env, submission_path)`` never raises for a bad submission: the reason goes into ``error`` and
 ``valid_submission`` is false. It raises only for a broken environment (no answers, no grading spec).

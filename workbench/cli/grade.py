@@ -1,4 +1,5 @@
-"""`sandmle grade ENV SUBMISSION`: grade a submission file outside any sandbox (MLE-bench's report fields)."""
+"""`sandmle grade ENV SUBMISSION`: grade a submission file outside any agent's sandbox (MLE-bench's report fields;
+an environment graded by its own evaluator runs it in a grading sandbox)."""
 
 from __future__ import annotations
 
