@@ -69,3 +69,110 @@ def test_sft_run_saves_a_peft_adapter_and_logs_to_the_store(store, tiny_dir, run
         tuned = PeftModel.from_pretrained(base, out["adapter"])
         after = tuned(input_ids=ids).logits
     assert not torch.allclose(before, after)
+
+
+def _episodes(store, spec: str, scaffold: str, turns: int) -> str:
+    from engine.agents.policies import load_policy
+    from engine.agents.rollout import run_episode
+    from engine.envs.layout import EnvSpec
+
+    register_tiny_env(store)
+    run = store.runs.create("rollout", {"policy": spec, "scaffold": scaffold})
+    run_episode(EnvSpec.from_dir(ENV_DIR), load_policy(spec), scaffold=scaffold, store=store, run_id=run, rng_seed=0,
+                max_turns=turns)
+    return run
+
+
+def test_sft_selects_by_scaffold_and_by_a_policy_with_more_options(store, tiny_dir):
+    from engine.rl.config import SFTConfig
+    from engine.rl.sft import select_trajectories
+
+    _episodes(store, "scripted:skill=0", "aide", 3)
+    _episodes(store, "scripted:skill=0", "react", 6)
+    _episodes(store, "scripted:strategy=linear", "react", 6)  # named scripted:skill=1,strategy=linear
+    _episodes(store, "scripted:strategy=linear", "oneshot", 1)
+
+    def picked(**kw) -> list[tuple[str, str]]:
+        cfg = SFTConfig(model=str(tiny_dir), min_reward=0.0, **kw)
+        return sorted((t.policy, t.scaffold) for t in select_trajectories(store, cfg))
+
+    assert picked(source_policy="scripted:skill=1", scaffold="react") == [
+        ("scripted:skill=1,strategy=linear", "react")]
+    assert picked(source_policy="scripted:skill=0") == [("scripted:skill=0", "aide"), ("scripted:skill=0", "react")]
+    assert len(picked(source_policy="scripted")) == 4 and len(picked(scaffold="oneshot")) == 1
+    from engine.errors import TrainingError
+
+    with pytest.raises(TrainingError, match="no stored trajectories"):  # a prefix must end where an option does
+        picked(source_policy="scripted:skill=")
+    with pytest.raises(ValueError, match="scaffold must be"):
+        SFTConfig(model=str(tiny_dir), scaffold="tree")
+
+
+def test_sft_trains_each_aide_reply_on_what_it_read(store, tiny_dir):
+    """An aide reply reads the system prompt and its own step's prompt, not the episode's history: one example
+    per step, each ending in that step's reply."""
+    from transformers import AutoTokenizer
+
+    from engine.rl.config import SFTConfig
+    from engine.rl.sft import build_dataset
+
+    run = _episodes(store, "scripted:skill=0", "aide", 3)
+    tok = AutoTokenizer.from_pretrained(tiny_dir)
+    data = build_dataset(store, tok, SFTConfig(model=str(tiny_dir), source_run=run, min_reward=0.0,
+                                               max_seq_len=100000))
+    traj = store.trajectories.get(store.trajectories.list(run_id=run)[0].id)
+    replies = [t.text for t in traj.turns if t.role == "assistant"]
+    prompts = [traj.turns[i - 1].text for i, t in enumerate(traj.turns) if t.role == "assistant"]
+    assert len(replies) == 3 and len(data) == 3
+    for ex, reply, prompt in zip(data, replies, prompts):
+        ids, mask = ex["input_ids"], ex["assistant_masks"]
+        assert tok.decode([i for i, m in zip(ids, mask) if m]) == reply + "<|end|>"
+        read = tok.decode([i for i, m in zip(ids, mask) if not m])
+        assert read.startswith("<|system|>") and prompt in read
+        assert sum(p in read for p in prompts) == 1  # only its own step's prompt
+
+
+def test_full_finetuning_starts_from_a_model_not_an_adapter(tiny_dir):
+    from engine.rl.config import SFTConfig
+
+    with pytest.raises(ValueError, match="full_finetune trains the model itself"):
+        SFTConfig(model=str(tiny_dir), adapter="sft-123", full_finetune=True)
+
+
+@pytest.mark.slow
+def test_full_finetuning_makes_a_model_folder_that_keeps_tinys_recipe(store, tmp_path):
+    """Every weight trained (the embeddings too): the run ends with a model folder — weights, tokenizer and the
+    base's sandmle.json, so a folder made from tiny takes tiny's recipe — and names it in the errors that ask
+    for an adapter."""
+    import json
+    from pathlib import Path
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from engine.agents.policies import tiny_model as tiny
+    from engine.errors import SandmleError
+    from engine.models.adapters import resolve_adapter
+    from engine.rl.config import SFTConfig
+    from engine.rl.recipe import TINY_SFT, defaults
+    from engine.rl.sft import SFTRun
+
+    base = build_tiny(tmp_path / "base", hidden=32, layers=1)
+    meta = json.loads((base / "sandmle.json").read_text())
+    (base / "sandmle.json").write_text(json.dumps({**meta, "recipe": tiny.VERSION}))  # as tiny.build writes it
+    assert defaults("sft", str(base))["lr"] == TINY_SFT["lr"] and defaults("sft", str(tmp_path)) == {}
+    run = scripted_demos(store, 2)
+    sft = SFTRun(store, SFTConfig(model=str(base), source_run=run, min_reward=0.5, epochs=2, batch_size=1, lr=1e-3,
+                                  full_finetune=True, save_every=2))
+    out = sft.train()
+    assert "adapter" not in out and out["examples"] == 2 and out["steps"] == 4
+    folder = tmp_path / "base"
+    trained = AutoModelForCausalLM.from_pretrained(out["model"])
+    before = AutoModelForCausalLM.from_pretrained(folder)
+    emb = "model.embed_tokens.weight"
+    assert not torch.allclose(trained.state_dict()[emb], before.state_dict()[emb])  # not only an adapter's weights
+    made = json.loads((Path(out["model"]) / "sandmle.json").read_text())
+    assert made["trained_from"] == str(folder) and made["sft_run"] == sft.run_id and tiny.is_tiny(out["model"])
+    assert [c["step"] for c in store.runs.checkpoints(sft.run_id)] == [2, 4]
+    with pytest.raises(SandmleError, match="fine-tuned the whole model"):
+        resolve_adapter(sft.run_id, store)

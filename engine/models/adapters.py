@@ -60,6 +60,10 @@ def resolve_adapter(ref: str, store: Store | None) -> str:
             raise SandmleError(f"adapter {ref!r}: expected RUN_ID@STEP with a whole step number")
         return step_adapter(store, row["id"], int(step))
     found = final_adapter(store, row["id"])
+    model = (row.get("summary") or {}).get("model")
+    if found is None and model:
+        raise SandmleError(f"run {row['id']} fine-tuned the whole model (no adapter): use it as the model",
+                           hint=f"--model {model}  (or hf:{model} as a policy)")
     if found is None:
         raise SandmleError(f"run {row['id']} ({row['kind']}, {row['status']}) has no adapter yet")
     return found

@@ -167,12 +167,19 @@ class SFTConfig(_Common):
                                  "batch_size × grad_accum × processes trajectories)")
     min_reward: float = _option(0.5, "keep trajectories with reward >= this")
     source_run: str | None = _option(None, "only trajectories of this run (e.g. a scripted rollout run)")
-    source_policy: str | None = _option(None, "only trajectories of this policy (e.g. 'scripted')")
+    source_policy: str | None = _option(None, "only trajectories of this policy, or of policies that add options to "
+                                        "it ('scripted' takes every scripted one, 'scripted:skill=1' also "
+                                        "'scripted:skill=1,strategy=...')")
+    scaffold: str | None = _option(None, "only trajectories played in this scaffold (react | aide | oneshot); "
+                                   "default: every scaffold")
     env_split: str = _option("train", "only trajectories on environments of this split (train | heldout | all = every "
                                  "split but the real competitions)")
     max_seq_len: int = _option(4096, "longer samples are truncated")
     max_samples: int | None = _option(None, "cap the number of training trajectories")
     save_every: int = _option(50, "save a checkpoint every K optimizer steps")
+    full_finetune: bool = _option(False, "train every weight instead of a LoRA adapter: the run ends with a model "
+                                  "folder (weights, tokenizer), e.g. a first stage that makes a base for later "
+                                  "adapters; the lora_* settings are then unused")
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -188,6 +195,10 @@ class SFTConfig(_Common):
             raise ValueError(f"env_split must be train, heldout or all (got {self.env_split!r})")
         if self.save_every < 1:
             raise ValueError(f"save_every must be >= 1 (got {self.save_every})")
+        if self.scaffold not in (None, "react", "aide", "oneshot"):
+            raise ValueError(f"scaffold must be react, aide or oneshot (got {self.scaffold!r})")
+        if self.full_finetune and self.adapter:
+            raise ValueError("full_finetune trains the model itself: start it from a model, not an adapter")
 
 
 C = TypeVar("C", GRPOConfig, SFTConfig)

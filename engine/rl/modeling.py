@@ -38,22 +38,27 @@ def lora_targets(model: Any, wanted: tuple[str, ...] = ("q_proj", "k_proj", "v_p
 
 def load_for_training(model_path: str, *, adapter: str | None = None, lora_r: int = 16, lora_alpha: int = 32,
                       lora_dropout: float = 0.0, modules_to_save: list[str] | None = None,
-                      device: str | None = None, gradient_checkpointing: bool = False) -> tuple[Any, Any, str]:
+                      device: str | None = None, gradient_checkpointing: bool = False,
+                      full: bool = False) -> tuple[Any, Any, str]:
     """(peft model with a trainable adapter, tokenizer, device): ``adapter`` resumed when given, else a new LoRA;
-    ``gradient_checkpointing`` recomputes the backbone's activations in the backward pass of training (never
-    during generation)."""
+    with ``full`` the plain model, every weight trainable (no adapter). ``gradient_checkpointing`` recomputes the
+    backbone's activations in the backward pass of training (never during generation)."""
     import torch  # heavy optional dependency
     from peft import LoraConfig, get_peft_model  # heavy optional dependency
 
     device = device or pick_device()
     model, tok = from_pretrained(model_path, adapter=adapter, device=device, trainable=True)
-    if not adapter:
+    if full:
+        if adapter:
+            raise TrainingError("full fine-tuning trains the model itself: give a model, not an adapter")
+        model.requires_grad_(True)
+    elif not adapter:
         cfg = LoraConfig(r=lora_r, lora_alpha=lora_alpha, lora_dropout=lora_dropout,
                          target_modules=lora_targets(model), modules_to_save=list(modules_to_save or []) or None,
                          task_type="CAUSAL_LM")
         model = get_peft_model(model, cfg)
     if gradient_checkpointing:
-        model.get_base_model().gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        (model if full else model.get_base_model()).gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.to(device)
     torch.set_float32_matmul_precision("high")
     return model, tok, device

@@ -1,7 +1,7 @@
-"""Training defaults that depend on the model. ``tiny`` (:mod:`engine.agents.policies.tiny_model`) gets the settings that
-``sandmle bench learn`` shows can learn on a CPU; any other model keeps the config classes' own defaults. A
-config file or flags override either (:func:`engine.rl.config.load_config` applies these to the keys neither
-sets)."""
+"""Training defaults that depend on the model. ``tiny`` (:mod:`engine.agents.policies.tiny_model`) and folders
+made from it get the settings that ``sandmle bench learn`` shows can learn on a CPU; any other model keeps the
+config classes' own defaults. A config file or flags override either (:func:`engine.rl.config.load_config`
+applies these to the keys neither sets)."""
 
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ TINY_GRPO_VLLM: dict[str, Any] = {**TINY_GRPO, "lora_modules_to_save": []}
 
 
 def defaults(kind: str, model: str | None, sampler: str | None = None) -> dict[str, Any]:
-    """The model-dependent settings of a ``kind`` ("sft" or "grpo") run: ``tiny``'s (for a GRPO run sampling with
-    vLLM, ``sampler`` ≠ hf: without modules trained in full), else none."""
+    """The model-dependent settings of a ``kind`` ("sft" or "grpo") run: ``tiny``'s, for tiny and the folders made
+    from it (for a GRPO run sampling with vLLM, ``sampler`` ≠ hf: without modules trained in full), else none."""
     table = {"sft": TINY_SFT, "grpo": TINY_GRPO if sampler in (None, "hf") else TINY_GRPO_VLLM}
     if kind not in table:
         raise ValueError(f"unknown run kind {kind!r}; expected sft or grpo")
-    if model != tiny.NAME:
+    if not tiny.is_tiny(model):
         return {}
     return {k: list(v) if isinstance(v, list) else v for k, v in table[kind].items()}

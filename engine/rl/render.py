@@ -8,6 +8,7 @@ from typing import Any, Sequence
 from store.trajectories import Turn
 
 from ..agents.policies.chat import ChatFormat
+from ..agents.scaffolds import aide
 
 
 def render_turns(tokenizer: Any, turns: Sequence[Turn]) -> list[list[int]]:
@@ -31,3 +32,11 @@ def sft_example(tokenizer: Any, turns: Sequence[Turn], max_len: int | None = Non
     if max_len is not None:
         ids, mask = ids[:max_len], mask[:max_len]
     return {"input_ids": ids, "assistant_masks": mask}
+
+
+def reply_views(scaffold: str, turns: Sequence[Turn]) -> list[list[Turn]]:
+    """The sequences a scaffold's policy read and wrote: react and oneshot replies read the whole episode so far
+    (one sequence), each aide reply only the system prompt and its step's prompt (one sequence per step)."""
+    if scaffold == "aide":
+        return aide.reply_contexts(turns)
+    return [list(turns)]

@@ -4,6 +4,7 @@ per logged step, and resume from the last checkpoint (TRL/transformers' own ``re
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -23,14 +24,17 @@ from ..models.loading import pick_dtype
 from .config import SFTConfig, config_from_dict
 from .distributed import ONE, Processes
 from .modeling import load_for_training, resolve_model
-from .render import sft_example
+from .render import reply_views, sft_example
 
 
 def select_trajectories(store: Store, cfg: SFTConfig) -> list[Trajectory]:
     source = store.runs.get(cfg.source_run)["id"] if cfg.source_run else None  # a unique prefix works too
     rows = store.trajectories.list(run_id=source, policy=None, min_reward=cfg.min_reward)
     if cfg.source_policy:
-        rows = [r for r in rows if r.policy == cfg.source_policy or r.policy.startswith(cfg.source_policy + ":")]
+        more = (cfg.source_policy + ":", cfg.source_policy + ",")  # the same policy with more options
+        rows = [r for r in rows if r.policy == cfg.source_policy or r.policy.startswith(more)]
+    if cfg.scaffold:
+        rows = [r for r in rows if r.scaffold == cfg.scaffold]
     if cfg.env_split == "all":  # every trajectory but those on real competitions (evaluation only)
         real = {e["id"] for e in store.envs.list(split=REAL_SPLIT)}
         rows = [r for r in rows if r.env_id not in real]
@@ -53,9 +57,10 @@ def build_dataset(store: Store, tokenizer: Any, cfg: SFTConfig):
     examples = []
     for row in select_trajectories(store, cfg):
         full = store.trajectories.get(row.id)
-        ex = sft_example(tokenizer, full.turns, cfg.max_seq_len)
-        if sum(ex["assistant_masks"]):
-            examples.append(ex)
+        for turns in reply_views(full.scaffold, full.turns):  # what the policy read before each reply
+            ex = sft_example(tokenizer, turns, cfg.max_seq_len)
+            if sum(ex["assistant_masks"]):
+                examples.append(ex)
     return Dataset.from_list(examples)
 
 
@@ -89,10 +94,10 @@ class SFTRun:
         datasets.disable_progress_bars()
         cfg, store, run_id = self.cfg, self.store, self.run_id
         adapter = resolve_adapter(cfg.adapter, store) if cfg.adapter else None
-        model, tok, device = load_for_training(resolve_model(cfg.model, store), adapter=adapter,
-                                               lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+        base = resolve_model(cfg.model, store)
+        model, tok, device = load_for_training(base, adapter=adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                                lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save,
-                                               device=self.processes.device or cfg.device)
+                                               device=self.processes.device or cfg.device, full=cfg.full_finetune)
         data = build_dataset(store, tok, cfg)
         main = self.processes.is_main  # only the main process writes to the store
         self._stop = threading.Event()
@@ -124,15 +129,30 @@ class SFTRun:
         finally:
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
-        final = self.run_dir / "adapter"
-        trainer.save_model(str(final))
         status = "stopped" if self._stop.is_set() else "done"
-        summary = {"adapter": str(final), "examples": len(data), "steps": trainer.state.global_step,
+        summary = {**self._save_final(trainer, tok, base), "examples": len(data), "steps": trainer.state.global_step,
                    "train_loss": float(out.training_loss), "status": status,
                    "world_size": self.processes.world_size}
         if main:
             store.runs.finish(run_id, status, summary=summary)
         return summary
+
+    def _save_final(self, trainer: Any, tokenizer: Any, base: str) -> dict[str, str]:
+        """The run's result: ``{"adapter": folder}``, or with ``full_finetune`` ``{"model": folder}`` — a whole
+        model folder (weights, tokenizer, the base's ``sandmle.json`` noting where it came from)."""
+        if not self.cfg.full_finetune:
+            final = self.run_dir / "adapter"
+            trainer.save_model(str(final))
+            return {"adapter": str(final)}
+        final = self.run_dir / "model"
+        trainer.save_model(str(final))
+        if self.processes.is_main:
+            tokenizer.save_pretrained(str(final))
+            meta_file = Path(base) / "sandmle.json"
+            meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
+            (final / "sandmle.json").write_text(json.dumps({**meta, "trained_from": base, "sft_run": self.run_id},
+                                                           indent=2))
+        return {"model": str(final)}
 
     def _training_args(self, device: str) -> Any:
         """TRL's SFT settings for this run's config on ``device`` (checkpoints under the run folder)."""
@@ -171,7 +191,7 @@ class SFTRun:
 
             def on_save(self, args, state, control, **kw):
                 path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-                f = path / "adapter_model.safetensors"
+                f = path / ("model.safetensors" if outer.cfg.full_finetune else "adapter_model.safetensors")
                 if main and f.is_file():
                     store.runs.add_checkpoint(run_id, state.global_step, str(path), sha256_file(f),
                                               state={"format": "transformers-trainer"})

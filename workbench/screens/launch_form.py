@@ -61,12 +61,15 @@ def save_last(data_dir: Path, kind: str, values: dict[str, str]) -> None:
 
 def run_defaults(run: dict[str, Any] | None) -> dict[str, str]:
     """Form values taken from a training run: its model, environments, group size and steps; as adapter, the one
-    an SFT run produced (to go on with GRPO from it), else the adapter the run started from."""
+    an SFT run produced (to go on with GRPO from it), else the adapter the run started from; the model a full
+    fine-tuning SFT run produced in place of its model."""
     if run is None or run["kind"] not in ("sft", "grpo"):
         return {}
     cfg, summary = run.get("config") or {}, run.get("summary") or {}
     adapter = summary.get("adapter") if run["kind"] == "sft" else cfg.get("adapter")
-    values = {"model": cfg.get("model"), "adapter": adapter, "group_size": cfg.get("group_size"),
+    # a full fine-tuning run made a model (no adapter): go on from that model
+    model = summary.get("model") if run["kind"] == "sft" and summary.get("model") else cfg.get("model")
+    values = {"model": model, "adapter": adapter, "group_size": cfg.get("group_size"),
               "steps": cfg.get("steps") if run["kind"] == "grpo" else None,
               "envs": ",".join(cfg["env_ids"]) if cfg.get("env_ids") else cfg.get("env_split")}
     return {k: str(v) for k, v in values.items() if v not in (None, "")}

@@ -124,6 +124,20 @@ def build(out_dir: str | Path) -> Path:
     return out
 
 
+def is_tiny(model: str | Path | None) -> bool:
+    """``tiny`` itself, or a model folder made from it (its ``sandmle.json`` carries this recipe's version: e.g.
+    ``bench learn``'s instruct base, tiny with a first stage merged in) — both take tiny's training recipe."""
+    if model is None:
+        return False
+    if str(model) == NAME:
+        return True
+    meta = Path(model).expanduser() / "sandmle.json"
+    try:
+        return json.loads(meta.read_text()).get("recipe") == VERSION
+    except (OSError, ValueError):
+        return False
+
+
 def path(data_dir: str | Path) -> Path:
     return Path(data_dir) / "models" / NAME
 

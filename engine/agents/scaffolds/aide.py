@@ -11,6 +11,9 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from store.trajectories import Turn
 
 from ..env import SUBMISSION, MLEEnv
 from ..format import ToolCall, extract_code, parse_turn
@@ -75,6 +78,14 @@ def _pick(journal: Journal, num_drafts: int, max_debug_depth: int, rng: random.R
     if best is None:
         return "draft", None
     return "improve", best
+
+
+def reply_contexts(turns: Sequence[Turn]) -> list[list[Turn]]:
+    """What each reply of an aide episode was written after — the system prompt and that step's prompt (the task,
+    the journal and the stage), not the episode's history — each followed by the reply: one sequence per step,
+    as the policy saw it (what SFT on aide episodes trains on)."""
+    return [[turns[0], turns[i - 1], t] for i, t in enumerate(turns)
+            if t.role == "assistant" and i >= 2 and turns[i - 1].role == "user" and turns[0].role == "system"]
 
 
 def run(env: MLEEnv, policy: Policy, *,
