@@ -1,5 +1,6 @@
 """`sandmle bench learn`: macro tokens keep the teacher's turns exact and short, the reward plot is written, and a
-scaled-down run goes through every phase and reports the paired comparison per scaffold."""
+scaled-down run goes through every phase (the instruct base included) and reports the paired comparison per
+scaffold."""
 
 from __future__ import annotations
 
@@ -44,17 +45,25 @@ def test_reward_plot_is_written(tmp_path):
 
 @pytest.mark.slow
 def test_a_quick_run_reports_the_paired_difference_per_scaffold(store, tmp_path):
-    from engine.bench.learn import QUICK, run
+    from engine.bench.learn import QUICK, SCAFFOLDS, TRAINED_IN, run
 
     result = run(store, quick=True, workdir=str(tmp_path / "work"), results_dir=tmp_path / "out")
     s = result.summary
     assert s["episodes_per_arm"] == QUICK.episodes_per_arm == 1
-    for scaffold in (s["react"], s["unseen_scaffold"]):
+    assert set(s["scaffolds"]) == set(SCAFFOLDS) == {"react", "aide", "oneshot"}
+    for name, scaffold in s["scaffolds"].items():
+        assert scaffold["trained_in"] == (name == TRAINED_IN)
         assert scaffold["episodes_per_arm"] == 1
         assert scaffold["diff"] == pytest.approx(scaffold["grpo_medal"] - scaffold["sft_medal"])
         assert scaffold["ci95_low"] <= scaffold["diff"] <= scaffold["ci95_high"]
-    assert s["unseen_scaffold"]["scaffold"] == "oneshot"
-    assert s["demos"] == 2 * len(QUICK.train_seeds)  # two teachers, one environment per seed
-    assert {r["policy"] for r in result.rows} == {"SFT", "SFT+GRPO"} and len(result.rows) == 4
+        assert scaffold["human_rank_delta"] == pytest.approx(scaffold["grpo_human_rank"] - scaffold["sft_human_rank"])
+        assert set(s["sft_valid_by_seed"][name]) == {"leaf-species"}
+    # the instruct stage: the uniform teacher in every scaffold on each training environment, merged into tiny
+    assert s["instruct_demos"] == len(SCAFFOLDS) * len(QUICK.train_seeds)
+    assert set(s["instruct_demos_per_scaffold"]) == set(SCAFFOLDS)
+    assert s["instruct_examples"] >= s["instruct_demos"]  # aide episodes give one example per step
+    assert s["demos"] == 2 * len(QUICK.train_seeds)  # two teachers, one environment per seed, react only
+    assert 0 < s["sft_examples"] <= s["demos"]  # the mixed teacher's react episodes only
+    assert {r["policy"] for r in result.rows} == {"SFT", "SFT+GRPO"} and len(result.rows) == 6
     assert (tmp_path / "out" / s["plot"]).is_file()
     assert store.runs.list(kind="bench")[0]["status"] == "done"

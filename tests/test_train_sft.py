@@ -137,6 +137,8 @@ def test_full_finetuning_starts_from_a_model_not_an_adapter(tiny_dir):
 
     with pytest.raises(ValueError, match="full_finetune trains the model itself"):
         SFTConfig(model=str(tiny_dir), adapter="sft-123", full_finetune=True)
+    with pytest.raises(ValueError, match="needs full_finetune"):
+        SFTConfig(model=str(tiny_dir), zero_unseen_tokens=True)
 
 
 @pytest.mark.slow
@@ -163,7 +165,7 @@ def test_full_finetuning_makes_a_model_folder_that_keeps_tinys_recipe(store, tmp
     assert defaults("sft", str(base))["lr"] == TINY_SFT["lr"] and defaults("sft", str(tmp_path)) == {}
     run = scripted_demos(store, 2)
     sft = SFTRun(store, SFTConfig(model=str(base), source_run=run, min_reward=0.5, epochs=2, batch_size=1, lr=1e-3,
-                                  full_finetune=True, save_every=2))
+                                  full_finetune=True, zero_unseen_tokens=True, save_every=2))
     out = sft.train()
     assert "adapter" not in out and out["examples"] == 2 and out["steps"] == 4
     folder = tmp_path / "base"
@@ -171,6 +173,17 @@ def test_full_finetuning_makes_a_model_folder_that_keeps_tinys_recipe(store, tmp
     before = AutoModelForCausalLM.from_pretrained(folder)
     emb = "model.embed_tokens.weight"
     assert not torch.allclose(trained.state_dict()[emb], before.state_dict()[emb])  # not only an adapter's weights
+    # the tokens no demonstration contains have a zero embedding; the others are trained and nonzero
+    from transformers import AutoTokenizer
+
+    from engine.rl.sft import build_dataset
+
+    tok = AutoTokenizer.from_pretrained(out["model"])
+    seen = {i for ex in build_dataset(store, tok, sft.cfg)["input_ids"] for i in ex}
+    norms = trained.get_input_embeddings().weight.norm(dim=1)
+    assert 0 < len(seen) < len(norms)
+    assert all(float(norms[i]) == 0.0 for i in range(len(norms)) if i not in seen)
+    assert all(float(norms[i]) > 0.0 for i in seen)
     made = json.loads((Path(out["model"]) / "sandmle.json").read_text())
     assert made["trained_from"] == str(folder) and made["sft_run"] == sft.run_id and tiny.is_tiny(out["model"])
     assert [c["step"] for c in store.runs.checkpoints(sft.run_id)] == [2, 4]

@@ -25,6 +25,17 @@ Reply with a short plan inside <think>...</think>, then the script in a ```pytho
 task folder, and must write submission.csv (predictions for test.csv, trained on train.csv)."""
 
 
+#: the last lines of a scaffold's task message: the reply it wants, where a small model reads it (next to the
+#: reply) and not only in the system prompt hundreds of tokens back
+REACT_REPLY = "# Reply\nThink inside <think>...</think>, then one tool call or the final answer."
+SCRIPT_REPLY = "# Reply\nThink inside <think>...</think>, then the whole script in one ```python block."
+
+
+def with_reply(task: str, reply: str) -> str:
+    """A task message ending with the reply format (:data:`REACT_REPLY` or :data:`SCRIPT_REPLY`)."""
+    return f"{task.rstrip()}\n\n{reply}"
+
+
 def file_listing(public: Path, limit: int = 30) -> str:
     public = Path(public)
     lines = []
@@ -37,10 +48,33 @@ def file_listing(public: Path, limit: int = 30) -> str:
     return "\n".join(lines)
 
 
+#: a description's column table longer than this many feature rows is cut to :data:`KEEP_COLUMNS` of them in the
+#: task prompt (every non-feature row kept): a 192-column table filled the whole description budget, so the
+#: prompt lost its evaluation and submission sections (the leaf-species seed)
+MAX_COLUMNS = 40
+KEEP_COLUMNS = 20
+
+
+def compact_columns(desc: str, max_rows: int = MAX_COLUMNS, keep: int = KEEP_COLUMNS) -> str:
+    """``desc`` with a long markdown column table (rows ``| `name` | train, test | ... |``) cut to its first
+    ``keep`` feature rows and one row saying how many more there are; the target rows (``train only``) stay."""
+    lines = desc.split("\n")
+    features = [i for i, line in enumerate(lines) if line.startswith("| `") and "| train, test |" in line]
+    if len(features) <= max_rows:
+        return desc
+    dropped = set(features[keep:])
+    note = (f"| … | train, test | {len(dropped)} more feature columns like those above (train.csv and test.csv "
+            "name them all) |")
+    out = [line for i, line in enumerate(lines) if i not in dropped]
+    out.insert(features[keep], note)
+    return "\n".join(out)
+
+
 def task_prompt(public: Path, *, with_validation: bool = True, max_description_chars: int = 6000) -> str:
     public = Path(public)
     desc_path = public / "description.md"
     desc = desc_path.read_text(encoding="utf-8") if desc_path.is_file() else "(no description.md)"
+    desc = compact_columns(desc)
     if len(desc) > max_description_chars:
         desc = desc[:max_description_chars] + "\n... [description cut]"
     parts = [f"# Task\n{desc.strip()}", f"# Files\n{file_listing(public)}"]
@@ -70,4 +104,4 @@ def aide_stage_prompt(stage: str, task: str, *, code: str | None = None, output:
     else:
         parts.append(f"# Stage: improve\nThe best script so far has validation score {metric}. Improve it with one "
                      f"change.\n```python\n{code}\n```")
-    return "\n\n".join(parts)
+    return with_reply("\n\n".join(parts), SCRIPT_REPLY)

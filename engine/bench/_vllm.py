@@ -84,9 +84,11 @@ def start(model_path: str | Path, log_path: Path, *, lora_rank: int = 16) -> tup
         return None, str(exc)
 
 
-def tiny_server(bs: Store, sft_run: str, work: Path) -> tuple[BenchServer | None, str | None]:
-    """A server on tiny with the SFT adapter's norms merged in (vLLM serves LoRA weights only; with a vLLM sampler
-    tiny's GRPO recipe keeps those norms frozen), or None and why there is none."""
-    model_dir = tiny.ensure(bs.data_dir)
+def tiny_server(bs: Store, sft_run: str, work: Path, model_dir: Path | None = None
+                ) -> tuple[BenchServer | None, str | None]:
+    """A server on tiny (or ``model_dir``, a folder made from it) with the SFT adapter's norms merged in (vLLM
+    serves LoRA weights only; with a vLLM sampler tiny's GRPO recipe keeps those norms frozen), or None and why
+    there is none."""
+    model_dir = model_dir or tiny.ensure(bs.data_dir)
     model, _ = from_pretrained(model_dir, adapter=final_adapter(bs, sft_run), device="cpu")
     return start(merged_base(model, str(model_dir), work / "vllm-base"), work / "vllm.log")

@@ -1,18 +1,25 @@
-"""``sandmle bench learn``: the miniature reproduction of the paper's result on a CPU, with enough held-out episodes
+"""``sandmle bench learn``: the miniature reproduction of the paper's two results on a CPU — GRPO beats SFT on
+held-out environments, and RL in one scaffold helps in scaffolds it never ran in — with enough held-out episodes
 to tell a gain from noise.
 
 1. synthesize environments from seeds (procedural backend) and split them by seed: the held-out environments come
    from seeds never used for training;
 2. the ``tiny`` model — the same one ``--model tiny`` and ``hf:tiny`` use (:mod:`engine.agents.policies.tiny_model`);
-3. demonstrations of a mixed teacher on the training environments (:data:`TEACHERS`): on every environment it
+3. the **instruct base**: a first stage that trains every weight of tiny on demonstrations in every scaffold
+   (react, aide, oneshot) by a teacher drawing its strategy uniformly (:data:`INSTRUCT_TEACHER`: the format
+   everywhere, no preference for what wins) — the analogue of the paper's instruction-tuned base, which can act in
+   any scaffold before RL;
+4. demonstrations of a mixed teacher on the training environments (:data:`TEACHERS`): on every environment it
    solves the task with a plain linear model (valid, rarely a medal) and with the strong blend of the reference
-   solutions (mostly a medal), in ``react``;
-4. SFT on the demonstrations that produced a valid submission — the baseline (tiny's recipe);
-5. trajectory-wise GRPO from the SFT adapter, in ``react`` only (tiny's recipe);
-6. SFT and SFT+GRPO on the held-out environments with the same budget and the same RNG seeds, in ``react`` and in
-   ``oneshot``, a scaffold neither stage saw; per scaffold the paired difference SFT+GRPO − SFT of the medal rate
-   with a bootstrap 95% interval over environments (:func:`engine.eval.compare.compare`);
-7. the GRPO reward curve as a PNG beside the result file.
+   solutions (mostly a medal), in ``react`` only;
+5. SFT of a fresh adapter on the instruct base, on those react demonstrations with a valid submission — the
+   baseline (tiny's recipe);
+6. trajectory-wise GRPO from the SFT adapter, in ``react`` only (tiny's recipe);
+7. SFT and SFT+GRPO on the held-out environments with the same budget and the same RNG seeds in every scaffold —
+   react (trained in) and aide and oneshot (neither SFT nor GRPO ran there); per scaffold the paired difference
+   SFT+GRPO − SFT of the medal rate with a bootstrap 95% interval over environments
+   (:func:`engine.eval.compare.compare`), and the HumanRank of both arms beside it;
+8. the GRPO reward curve as a PNG beside the result file.
 
 Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and runs
 stay clean; a ``bench`` run in the user's store records the summary."""
@@ -47,11 +54,18 @@ from ._vllm import tiny_server
 #: the policies compared (baseline first) and the rate compared
 ARMS = ("SFT", "SFT+GRPO")
 RATE = "any_medal"
+#: the scaffold SFT and GRPO train in; the others of :data:`SCAFFOLDS` are the ones they never ran in
+TRAINED_IN = "react"
+SCAFFOLDS = ("react", "aide", "oneshot")
 #: the mixed teacher: a wrong and a right strategy, one demonstration each per environment. SFT learns the format
 #: from both and samples either; which one earns medals is what GRPO has to find out from the reward. (A teacher
 #: mostly right leaves SFT sampling its majority strategy at temperature 0.6, and nothing for GRPO to learn; one
 #: choosing among all 32 strategies at random is more than a 1M-parameter model copies reliably.)
 TEACHERS = (f"scripted:strategy={Choice('linear', 'words', False, False).key}", f"scripted:strategy={EXPERT.key}")
+#: the instruct stage's teacher: every decision drawn uniformly from the 32 strategies (skill 0), in every scaffold
+INSTRUCT_TEACHER = "scripted:skill=0"
+#: the SFT stage reads only the mixed teacher's trajectories (its policies are named "scripted:skill=1,strategy=...")
+SFT_SOURCE = "scripted:skill=1"
 
 
 @dataclass(frozen=True)
@@ -65,7 +79,20 @@ class LearnPlan:
     sft_epochs: float
     grpo_steps: int
     eval_seeds: tuple[int, ...]
-    unseen: str = "oneshot"
+    #: the instruct stage: episodes of its teacher per training environment in each scaffold (RNG seeds
+    #: 0..n-1), and full fine-tuning's epochs and learning rate (LoRA on the random-init model, at tiny's recipe,
+    #: reached a loss of ~2 in 3 epochs and wrote garbled scripts; every weight trained: ~0.5)
+    instruct_demos: int = 2
+    instruct_epochs: float = 3
+    instruct_lr: float = 1e-3
+    #: SFT's learning rate on the instruct base (tiny's recipe has 1e-2, for random weights): chosen on environments
+    #: of the training seeds — at 1e-2 the react-only SFT overwrote the other formats (aide and oneshot valid 0 of
+    #: 6 each), at 2e-3 they stayed (6 of 6 each) and the strategy SFT learned in react carried over to them
+    sft_lr: float = 2e-3
+    #: the scaffolds evaluated (react is the one trained in; an empty instruct stage when only react)
+    scaffolds: tuple[str, ...] = SCAFFOLDS
+    #: tree nodes of an aide episode (demonstrations and evaluations alike)
+    aide_steps: int = 4
     workers: int = 2
     n_boot: int = 2000
     budget_s: float = 40 * 60
@@ -73,6 +100,10 @@ class LearnPlan:
     @property
     def episodes_per_arm(self) -> int:
         return len(self.heldout_seeds) * self.heldout_envs_per_seed * len(self.eval_seeds)
+
+    def turns(self, scaffold: str) -> int:
+        """The turn budget of an episode: react's model calls, aide's tree nodes, oneshot's one script."""
+        return {"react": tiny.MAX_TURNS, "aide": self.aide_steps}.get(scaffold, 1)
 
 
 FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "pizza-requests", "toxic-comments",
@@ -82,7 +113,7 @@ FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "p
                  sft_epochs=4, grpo_steps=16, eval_seeds=(0, 1, 2, 3))
 QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=("leaf-species",),
                   train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1,
-                  eval_seeds=(0,),
+                  eval_seeds=(0,), instruct_demos=1, instruct_epochs=1, aide_steps=2,
                   n_boot=200, budget_s=12 * 60)
 
 
@@ -114,15 +145,30 @@ def make_envs(store: Store, plan: LearnPlan, rng_seed: int, log: Callable[[str],
     return split["train"], split["heldout"]
 
 
+def _demo_stats(reports: list[EvalReport], prefix: str) -> dict[str, float]:
+    n = sum(r.n_episodes for r in reports)
+    return {prefix: n, **{f"{prefix}_{rate}": sum((r.summary[rate]["mean"] or 0.0) * r.n_episodes for r in reports)
+                          / max(n, 1) for rate in ("reward", "valid", RATE)}}
+
+
 def collect_demos(store: Store, plan: LearnPlan, env_ids: list[str]) -> dict[str, float]:
     """Each teacher in react on every training environment (one eval run each, so its rates are stored too)."""
     envs = [EnvSpec.from_store(store, e) for e in env_ids]
     reports = [run_eval(store, teacher, envs, rng_seeds=list(range(plan.demos_per_teacher)),
-                        max_turns=tiny.MAX_TURNS, workers=plan.workers, name=f"demos {teacher}")
+                        max_turns=plan.turns(TRAINED_IN), workers=plan.workers, name=f"demos {teacher}")
                for teacher in TEACHERS]
-    n = sum(r.n_episodes for r in reports)
-    return {"demos": n, **{f"demo_{rate}": sum((r.summary[rate]["mean"] or 0.0) * r.n_episodes for r in reports) / n
-                           for rate in ("reward", "valid", RATE)}}
+    return _demo_stats(reports, "demos")
+
+
+def collect_instruct_demos(store: Store, plan: LearnPlan, env_ids: list[str]) -> dict[str, Any]:
+    """The instruct teacher in every scaffold on every training environment; per scaffold its rates."""
+    envs = [EnvSpec.from_store(store, e) for e in env_ids]
+    reports = {scaffold: run_eval(store, INSTRUCT_TEACHER, envs, scaffold=scaffold,
+                                  rng_seeds=list(range(plan.instruct_demos)), max_turns=plan.turns(scaffold),
+                                  workers=plan.workers, name=f"instruct demos {scaffold}")
+               for scaffold in plan.scaffolds}
+    return {**_demo_stats(list(reports.values()), "instruct_demos"),
+            "instruct_demos_per_scaffold": {s: _demo_stats([r], "demos") for s, r in reports.items()}}
 
 
 def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft_medal: float | None = None) -> Path:
@@ -137,19 +183,29 @@ def _fmt(rate: dict[str, float | None]) -> str:
     return "n/a" if mean is None else f"{mean:.3f} ± {sem or 0.0:.3f}"
 
 
+def _mean(rep: EvalReport, rate: str) -> float:
+    return rep.summary[rate]["mean"] or 0.0
+
+
 def scaffold_result(store: Store, sft: EvalReport, grpo: EvalReport, plan: LearnPlan, target_ratio: float
                     ) -> dict[str, Any]:
-    """The paired comparison of one scaffold's two arms, and whether its target is met."""
+    """The paired comparison of one scaffold's two arms (medal rate; HumanRank beside it), and whether its target
+    is met: the ratio of medal rates at least ``target_ratio`` and the 95% interval of the difference above 0."""
     cmp = compare(store, sft.run_id, grpo.run_id, RATE, n_boot=plan.n_boot, seed=0)
-    a, b = sft.summary[RATE]["mean"] or 0.0, grpo.summary[RATE]["mean"] or 0.0
+    ranks = compare(store, sft.run_id, grpo.run_id, "human_rank", n_boot=plan.n_boot, seed=0)
+    a, b = _mean(sft, RATE), _mean(grpo, RATE)
     ratio = b / a if a > 0 else None
     excludes_0 = cmp.interval.low > 0 or cmp.interval.high < 0
-    return {"episodes_per_arm": cmp.n_pairs, "environments": len(cmp.per_env), "sft_medal": a, "grpo_medal": b,
+    ha, hb = _mean(sft, "human_rank"), _mean(grpo, "human_rank")
+    return {"trained_in": sft.scaffold == TRAINED_IN, "episodes_per_arm": cmp.n_pairs,
+            "environments": len(cmp.per_env), "sft_medal": a, "grpo_medal": b,
+            "sft_valid": _mean(sft, "valid"), "grpo_valid": _mean(grpo, "valid"),
             "ratio": ratio, "diff": cmp.diff, "ci95_low": cmp.interval.low, "ci95_high": cmp.interval.high,
             "interval_excludes_0": excludes_0, "target_ratio": target_ratio,
-            "target_met": bool(ratio is not None and ratio >= target_ratio),
-            "human_rank_delta": (grpo.summary["human_rank"]["mean"] or 0.0)
-            - (sft.summary["human_rank"]["mean"] or 0.0),
+            "target_met": bool(ratio is not None and ratio >= target_ratio and cmp.interval.low > 0),
+            "sft_human_rank": ha, "grpo_human_rank": hb, "human_rank_ratio": hb / ha if ha > 0 else None,
+            "human_rank_delta": hb - ha, "human_rank_ci95_low": ranks.interval.low,
+            "human_rank_ci95_high": ranks.interval.high,
             "per_env": [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff} for e in cmp.per_env]}
 
 
@@ -167,43 +223,60 @@ class _Phases:
     def end(self, name: str) -> None:
         self.timings[name] = round(time.monotonic() - self._t0, 1)
         self.log(f"{name}: {self.timings[name]:.0f}s (total {self.elapsed():.0f}s)")
+        self._t0 = time.monotonic()
 
     def elapsed(self) -> float:
         return time.monotonic() - self.start
 
 
-def train_sft(bs: Store, plan: LearnPlan, seed: int) -> tuple[SFTRun, dict[str, Any]]:
-    """SFT with tiny's recipe on every valid demonstration of the training split."""
-    sft = SFTRun(bs, load_config(SFTConfig, None, {"model": tiny.NAME, "source_policy": "scripted",
+def train_sft(bs: Store, plan: LearnPlan, seed: int, *, model: str = tiny.NAME, source: str = "scripted",
+              scaffold: str | None = None, name: str = "sft", **settings: Any) -> tuple[SFTRun, dict[str, Any]]:
+    """SFT with tiny's recipe (``settings`` override it) on every valid demonstration of the training split by
+    ``source`` (in ``scaffold``; default: every scaffold), a fresh adapter on ``model``."""
+    sft = SFTRun(bs, load_config(SFTConfig, None, {"model": model, "source_policy": source, "scaffold": scaffold,
                                                    "epochs": plan.sft_epochs, "save_every": 10_000, "seed": seed,
-                                                   "name": "sft"}))
+                                                   "name": name, **settings}))
     return sft, sft.train()
 
 
-def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, sampler: str = "hf"
-               ) -> tuple[GRPOTrainer, dict[str, Any]]:
-    """GRPO with tiny's recipe from the SFT adapter, stopped early when the time budget needs the rest for the
-    evaluations; ``sampler = "vllm"``: sampling from a real vLLM server started for it (tiny's recipe with vLLM)."""
+def build_instruct_base(bs: Store, plan: LearnPlan, seed: int) -> tuple[Path, dict[str, Any]]:
+    """The instruct base: every weight of tiny trained on the instruct teacher's demonstrations in every scaffold
+    (a model folder of its own; its ``sandmle.json`` keeps tiny's recipe for the stages on top of it). Tokens no
+    demonstration contains get a zero embedding: random-init rows were noise in prompts full of names the training
+    seeds never had (leaf-species: 239 of its prompt's 1,153 tokens; its react valid rate went 0/4 → 1/4, oneshot
+    2/4 → 4/4 on one environment)."""
+    _, summary = train_sft(bs, plan, seed, source=INSTRUCT_TEACHER, name="instruct", full_finetune=True,
+                           zero_unseen_tokens=True, epochs=plan.instruct_epochs, lr=plan.instruct_lr)
+    return Path(summary["model"]), {"instruct_examples": summary["examples"],
+                                    "instruct_loss": round(summary["train_loss"], 4)}
+
+
+def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, sampler: str = "hf", *,
+               model: str = tiny.NAME) -> tuple[GRPOTrainer, dict[str, Any]]:
+    """GRPO with tiny's recipe from the SFT adapter on ``model``, stopped early when the time budget needs the rest
+    for the evaluations; ``sampler = "vllm"``: sampling from a real vLLM server started for it (tiny's recipe with
+    vLLM)."""
     if sampler == "vllm":
-        server, why = tiny_server(bs, sft.run_id, bs.data_dir / "vllm")
+        server, why = tiny_server(bs, sft.run_id, bs.data_dir / "vllm", model_dir=None if model == tiny.NAME else
+                                  Path(model))
         if server is None:
             raise SandmleError(f"bench learn --sampler vllm: {why}")
         phases.log(f"vLLM server started in {server.startup_s:.0f}s")
         try:
-            return _grpo(bs, plan, sft, seed, phases, {"sampler": "vllm", "sampler_url": server.url})
+            return _grpo(bs, plan, sft, seed, phases, model, {"sampler": "vllm", "sampler_url": server.url})
         finally:
             server.stop()
-    return _grpo(bs, plan, sft, seed, phases, {})
+    return _grpo(bs, plan, sft, seed, phases, model, {})
 
 
-def _grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, sampling: dict[str, Any]
+def _grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, model: str, sampling: dict[str, Any]
           ) -> tuple[GRPOTrainer, dict[str, Any]]:
-    cfg = load_config(GRPOConfig, None, {"model": tiny.NAME, "adapter": sft.run_id, "steps": plan.grpo_steps,
-                                         "seed": seed, "name": "grpo", **sampling})
+    cfg = load_config(GRPOConfig, None, {"model": model, "adapter": sft.run_id, "steps": plan.grpo_steps,
+                                         "seed": seed, "name": "grpo", "scaffold": TRAINED_IN, **sampling})
     # every rollout of a step in flight at once: their model calls share the sampler's batches
     trainer = GRPOTrainer(bs, replace(cfg, rollout_workers=cfg.envs_per_step * cfg.group_size),
                           parent_id=sft.run_id)
-    reserve = 0.35 * plan.budget_s  # what the four evaluations need
+    reserve = 0.12 * plan.budget_s * len(plan.scaffolds)  # what the evaluations need
 
     def on_step(step: int, m: dict) -> None:
         phases.log(f"grpo step {step}: reward {m['reward_mean']:.3f} medal {m['medal_rate']:.2f} valid "
@@ -220,28 +293,83 @@ def _grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, s
 def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, runs: dict[str, str], heldout_ids: list[str],
              log: Callable[[str], None]) -> dict[tuple[str, str], EvalReport]:
     """(arm, scaffold) → eval report of each arm's final adapter on the held-out environments, with the same RNG
-    seeds, in react and in the unseen scaffold."""
+    seeds, in every scaffold of the plan."""
     envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
     sampling = f"temperature={tiny.TEMPERATURE},max_new_tokens={tiny.MAX_NEW_TOKENS}"
     reports: dict[tuple[str, str], EvalReport] = {}
     for label, run_id in runs.items():
         # folders, not names (`tiny` and run ids resolve in the user's data dir), sampling as hf:tiny does
         spec = f"hf:{model_dir},adapter={final_adapter(bs, run_id)},{sampling}"
-        for scaffold in ("react", plan.unseen):
+        for scaffold in plan.scaffolds:
             rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=list(plan.eval_seeds),
-                           max_turns=tiny.MAX_TURNS if scaffold == "react" else None, workers=plan.workers,
-                           name=f"{label} {scaffold}")
+                           max_turns=plan.turns(scaffold), workers=plan.workers, name=f"{label} {scaffold}")
             reports[(label, scaffold)] = rep
-            log(f"eval {label} {scaffold}: medal {_fmt(rep.summary[RATE])} valid {_fmt(rep.summary['valid'])}")
+            log(f"eval {label} {scaffold}: medal {_fmt(rep.summary[RATE])} valid {_fmt(rep.summary['valid'])} "
+                f"HumanRank {_fmt(rep.summary['human_rank'])}")
     return reports
 
 
 def report_rows(reports: dict[tuple[str, str], EvalReport]) -> list[dict[str, Any]]:
-    return [{"policy": label, "scaffold": scaffold + ("" if scaffold == "react" else " (unseen)"),
+    return [{"policy": label, "scaffold": scaffold + ("" if scaffold == TRAINED_IN else " (unseen)"),
              "episodes": rep.n_episodes, "medal_rate": _fmt(rep.summary[RATE]),
              "valid_rate": _fmt(rep.summary["valid"]),
              "human_rank": _fmt(rep.summary["human_rank"]), "reward": _fmt(rep.summary["reward"])}
-            for (label, scaffold), rep in reports.items()]
+            for (label, scaffold), rep in sorted(reports.items(), key=lambda kv: (kv[0][1] != TRAINED_IN, kv[0]))]
+
+
+def valid_by_seed(bs: Store, report: EvalReport) -> dict[str, float]:
+    """Held-out seed → the share of its episodes with a valid submission (one arm, one scaffold)."""
+    per_seed: dict[str, list[bool]] = {}
+    for row in bs.runs.eval_results(report.run_id):
+        if not row.get("error") and row.get("env_id"):
+            seed = bs.envs.get(str(row["env_id"])).get("seed_id") or row["env_id"]
+            per_seed.setdefault(str(seed), []).append(bool(row["valid"]))
+    return {seed: sum(v) / len(v) for seed, v in sorted(per_seed.items())}
+
+
+def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str) -> dict[str, Any]:
+    """Synthesis, the instruct base, demonstrations, SFT, GRPO and the evaluations, each phase timed."""
+    train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
+    phases.end("synthesis")
+    stats: dict[str, Any] = collect_instruct_demos(bs, plan, train_ids)
+    phases.end("instruct_demos")
+    base, base_stats = build_instruct_base(bs, plan, seed)
+    stats.update(base_stats)
+    phases.end("instruct_sft")
+    stats.update(collect_demos(bs, plan, train_ids))
+    phases.end("demos")
+    phases.log(f"demos: {stats}")
+    sft, sft_summary = train_sft(bs, plan, seed, model=str(base), source=SFT_SOURCE, scaffold=TRAINED_IN,
+                                 lr=plan.sft_lr)
+    phases.end("sft")
+    trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases, sampler, model=str(base))
+    phases.end("grpo")
+    reports = evaluate(bs, plan, base, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids, phases.log)
+    phases.end("eval")
+    return {"train_ids": train_ids, "heldout_ids": heldout_ids, "stats": stats, "sft": sft_summary,
+            "grpo": grpo_summary, "grpo_run": trainer.run_id, "reports": reports}
+
+
+def summarize(bs: Store, plan: LearnPlan, done: dict[str, Any], png: Path) -> dict[str, Any]:
+    """The result's summary: per scaffold the paired comparison and its target, and how the stages went."""
+    reports = done["reports"]
+    scaffolds = {s: scaffold_result(bs, reports[("SFT", s)], reports[("SFT+GRPO", s)], plan,
+                                    1.2 if s == TRAINED_IN else 1.1) for s in plan.scaffolds}
+    unseen = [s for s in plan.scaffolds if s != TRAINED_IN]
+    metrics = bs.runs.metrics(done["grpo_run"])
+    return {
+        "episodes_per_arm": plan.episodes_per_arm, "scaffolds": scaffolds,
+        "react_met": scaffolds[TRAINED_IN]["target_met"],
+        "transfer_met": any(scaffolds[s]["target_met"] for s in unseen),
+        "sft_valid_unseen_min": min((scaffolds[s]["sft_valid"] for s in unseen), default=None),
+        "sft_valid_by_seed": {s: valid_by_seed(bs, reports[("SFT", s)]) for s in plan.scaffolds},
+        "train_envs": done["train_ids"], "heldout_envs": done["heldout_ids"],
+        "heldout_seeds": list(plan.heldout_seeds), **done["stats"], "sft_examples": done["sft"]["examples"],
+        "sft_loss": round(done["sft"]["train_loss"], 4), "grpo_steps_done": done["grpo"]["steps_done"],
+        "grpo_warnings": done["grpo"]["warnings"],
+        "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
+        "grpo_groups": sum(v for _, v in metrics.get("groups", [])), "plot": png.name,
+    }
 
 
 def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0,
@@ -256,46 +384,21 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
     bs = Store(root / "sandmle.db")
     try:
         with torch_threads(1):  # see torch_threads: the tiny model on a shared CPU
-            train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
-            phases.end("synthesis")
-            phases.begin()
-            model_dir = tiny.ensure(bs.data_dir)
-            demo_stats = collect_demos(bs, plan, train_ids)
-            phases.end("demos")
-            phases.log(f"demos: {demo_stats}")
-            phases.begin()
-            sft, sft_summary = train_sft(bs, plan, seed)
-            phases.end("sft")
-            phases.begin()
-            trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases, sampler)
-            phases.end("grpo")
-            phases.begin()
-            reports = evaluate(bs, plan, model_dir, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids,
-                               phases.log)
-            phases.end("eval")
-
-            react = scaffold_result(bs, reports[("SFT", "react")], reports[("SFT+GRPO", "react")], plan, 1.2)
-            react["target_met"] = react["target_met"] and react["ci95_low"] > 0  # and the interval excludes 0
-            unseen = scaffold_result(bs, reports[("SFT", plan.unseen)], reports[("SFT+GRPO", plan.unseen)], plan, 1.1)
-            metrics = bs.runs.metrics(trainer.run_id)
+            done = _stages(bs, plan, seed, phases, sampler)
+            react = done["reports"][("SFT", TRAINED_IN)]
             suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}")
-            png = plot_rewards(metrics, Path(results_dir) / f"learn_reward{suffix}.png", sft_medal=react["sft_medal"])
-            summary = {
-                "episodes_per_arm": plan.episodes_per_arm, "react": react,
-                "unseen_scaffold": {"scaffold": plan.unseen, **unseen},
-                "train_envs": train_ids, "heldout_envs": heldout_ids, "heldout_seeds": list(plan.heldout_seeds),
-                **demo_stats, "sft_examples": sft_summary["examples"], "sft_loss": round(sft_summary["train_loss"], 4),
-                "grpo_steps_done": grpo_summary["steps_done"], "grpo_warnings": grpo_summary["warnings"],
-                "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
-                "grpo_groups": sum(v for _, v in metrics.get("groups", [])),
-                "timings_s": phases.timings, "total_s": round(phases.elapsed(), 1), "plot": png.name,
-                "store": str(root / "sandmle.db"),
-            }
+            png = plot_rewards(bs.runs.metrics(done["grpo_run"]), Path(results_dir) / f"learn_reward{suffix}.png",
+                               sft_medal=_mean(react, RATE))
+            summary = {**summarize(bs, plan, done, png), "timings_s": phases.timings,
+                       "total_s": round(phases.elapsed(), 1), "store": str(root / "sandmle.db")}
+            unseen = ", ".join(s for s in plan.scaffolds if s != TRAINED_IN)
             notes = [
                 f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
                 "(engine/rl/recipe.py): the same as `--model tiny`",
+                f"instruct base: every weight of tiny trained on {INSTRUCT_TEACHER} (strategies drawn uniformly) in "
+                f"{', '.join(plan.scaffolds)}; SFT and GRPO train a fresh adapter on it in {TRAINED_IN} only",
                 f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
-                f"'{plan.unseen}' was never seen in SFT or GRPO (both trained in react only)",
+                f"{unseen or 'no other scaffold'}: never seen by SFT or GRPO (both trained in {TRAINED_IN} only)",
                 f"paired difference of the medal rate over (environment, RNG seed) pairs; 95% interval: "
                 f"{plan.n_boot} bootstrap resamples of environments and of pairs within them",
             ]
@@ -303,8 +406,9 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
                 notes.append(f"GRPO sampled from a real vLLM server ({sampler}; vLLM built for CPU, float32): tiny's "
                              "recipe with vLLM keeps the norms SFT trained frozen (served merged into the base)")
             store.runs.finish(bench_run, "done", summary=summary)
-            return BenchResult(name="learn", rows=report_rows(reports), summary={**summary, "grpo_sampler": sampler},
-                               notes=notes, variant=None if sampler == "hf" else sampler)
+            return BenchResult(name="learn", rows=report_rows(done["reports"]),
+                               summary={**summary, "grpo_sampler": sampler}, notes=notes,
+                               variant=None if sampler == "hf" else sampler)
     except BaseException as exc:
         store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -170,8 +170,8 @@ class SFTConfig(_Common):
     source_policy: str | None = _option(None, "only trajectories of this policy, or of policies that add options to "
                                         "it ('scripted' takes every scripted one, 'scripted:skill=1' also "
                                         "'scripted:skill=1,strategy=...')")
-    scaffold: str | None = _option(None, "only trajectories played in this scaffold (react | aide | oneshot); "
-                                   "default: every scaffold")
+    scaffold: str | None = _option(None, "only trajectories played in this scaffold (e.g. react); default: every "
+                                   "scaffold")
     env_split: str = _option("train", "only trajectories on environments of this split (train | heldout | all = every "
                                  "split but the real competitions)")
     max_seq_len: int = _option(4096, "longer samples are truncated")
@@ -180,6 +180,9 @@ class SFTConfig(_Common):
     full_finetune: bool = _option(False, "train every weight instead of a LoRA adapter: the run ends with a model "
                                   "folder (weights, tokenizer), e.g. a first stage that makes a base for later "
                                   "adapters; the lora_* settings are then unused")
+    zero_unseen_tokens: bool = _option(False, "with full_finetune: zero the embedding of every token no training "
+                                       "example contains (a random-init model's untrained rows are noise that a "
+                                       "prompt full of unseen names feeds into every layer)")
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -195,10 +198,12 @@ class SFTConfig(_Common):
             raise ValueError(f"env_split must be train, heldout or all (got {self.env_split!r})")
         if self.save_every < 1:
             raise ValueError(f"save_every must be >= 1 (got {self.save_every})")
-        if self.scaffold not in (None, "react", "aide", "oneshot"):
-            raise ValueError(f"scaffold must be react, aide or oneshot (got {self.scaffold!r})")
+        if self.scaffold is not None and self.scaffold not in SCAFFOLDS:
+            raise ValueError(f"scaffold must be one of {', '.join(SCAFFOLDS)} (got {self.scaffold!r})")
         if self.full_finetune and self.adapter:
             raise ValueError("full_finetune trains the model itself: start it from a model, not an adapter")
+        if self.zero_unseen_tokens and not self.full_finetune:
+            raise ValueError("zero_unseen_tokens changes the model's own embeddings: it needs full_finetune")
 
 
 C = TypeVar("C", GRPOConfig, SFTConfig)

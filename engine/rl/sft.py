@@ -64,6 +64,21 @@ def build_dataset(store: Store, tokenizer: Any, cfg: SFTConfig):
     return Dataset.from_list(examples)
 
 
+def zero_unseen_embeddings(model: Any, data: Any) -> int:
+    """Set to zero the embedding of every token no training example contains (the input embeddings, and so the
+    tied LM head's rows): after full fine-tuning of a random-init model those rows are still random noise, which
+    a prompt full of such tokens (names the training data never had) feeds into every layer. Returns how many."""
+    import torch  # heavy optional dependency: loaded only when used
+
+    weight = model.get_input_embeddings().weight
+    seen = torch.zeros(weight.shape[0], dtype=torch.bool, device=weight.device)
+    for ids in data["input_ids"]:
+        seen[torch.as_tensor(ids, dtype=torch.long, device=weight.device)] = True
+    with torch.no_grad():
+        weight[~seen] = 0.0
+    return int((~seen).sum())
+
+
 class SFTRun:
     def __init__(self, store: Store, cfg: SFTConfig, *, run_id: str | None = None,
                  on_progress: Callable[[int, int, dict], None] | None = None, processes: Processes = ONE):
@@ -130,6 +145,8 @@ class SFTRun:
             if old is not None:
                 signal.signal(signal.SIGTERM, old)
         status = "stopped" if self._stop.is_set() else "done"
+        if cfg.zero_unseen_tokens:
+            zero_unseen_embeddings(model, data)
         summary = {**self._save_final(trainer, tok, base), "examples": len(data), "steps": trainer.state.global_step,
                    "train_loss": float(out.training_loss), "status": status,
                    "world_size": self.processes.world_size}

@@ -33,7 +33,7 @@ SECOND = {"text": Choice("linear", "words+chars", True, True), "tabular": Choice
           "audio": Choice("boosted", "words", True, True)}
 _PLAN = re.compile(r"plan: ([\w/+,-]+)")
 _SUMMARY = re.compile(r"SUMMARY (\{.*\})")
-_STRATEGY = re.compile(r"# strategy: ([\w/+-]+)")
+_STRATEGY = re.compile(r"STRATEGY = '([\w/+-]+)'")
 _VAL = "os.chdir('val')"
 
 
@@ -142,8 +142,11 @@ class ScriptedPolicy:
         if plan is None:
             modality = summary.get("modality", "tabular")
             plan = self.plan(modality, rng)
-            think = (f"plan: {','.join(c.key for c in plan)}. The task is {summary.get('task', '?')} on {modality} "
-                     f"data with {summary.get('rows', '?')} rows.")
+            # a plan of several candidates is written down (later turns read it back); one strategy is named only
+            # in the code it runs (STRATEGY = '...'), the one place every scaffold's reply names it
+            named = f"plan: {','.join(c.key for c in plan)}. " if len(plan) > 1 else ""
+            think = (f"{named}The task is {summary.get('task', '?')} on {modality} data with "
+                     f"{summary.get('rows', '?')} rows.")
             if has_val and len(plan) > 1 and turns_left > 3:
                 return self._run(plan[0], "val", wrote, think + " Try the first candidate on val/ first.")
             return self._run(plan[0], ".", wrote, think + " Train on all rows and write submission.csv.")
@@ -173,23 +176,23 @@ class ScriptedPolicy:
         prompt = messages[-1].text
         plan = self.plan(_modality_of(prompt), rng)
         if "# Stage: debug" in prompt:
-            return _script_reply(whole_script(Choice("linear", "words", False, False)),
-                                 "The script failed; use a robust linear model.")
+            robust = Choice("linear", "words", False, False)
+            return _script_reply(whole_script(robust), "The script failed; use a robust linear model.")
         if "# Stage: improve" in prompt:
             m = _STRATEGY.search(prompt)
             current = Choice.parse(m.group(1)) if m else plan[0]
             if rng.random() < self.skill:
                 better = EXPERT if current != EXPERT else SECOND.get(_modality_of(prompt), SECOND["tabular"])
-                return _script_reply(whole_script(better), f"Switch to {better.key}.")
+                return _script_reply(whole_script(better), "Switch to a stronger strategy.")
             other = Choice(rng.choice(MODELS), rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.5)
-            return _script_reply(whole_script(other), f"Try {other.key}.")
+            return _script_reply(whole_script(other), "Try another strategy.")
         drafts = prompt.count("(draft")
         choice = plan[drafts] if drafts < len(plan) else Choice(rng.choice(MODELS), rng.choice(TEXTS), True, True)
-        return _script_reply(whole_script(choice), f"Draft {drafts + 1}: {choice.key}.")
+        return _script_reply(whole_script(choice), f"Draft {drafts + 1}.")
 
     def _oneshot(self, messages: list[Turn], rng: random.Random) -> str:
         plan = self.plan(_modality_of(messages[-1].text), rng)
-        return _script_reply(whole_script(plan[0], (".",)), f"One shot with {plan[0].key}.")
+        return _script_reply(whole_script(plan[0], (".",)), "One script: train on all rows and write submission.csv.")
 
 
 #: reply format (:data:`engine.agents.scaffolds.REPLIES`) → the method that writes it

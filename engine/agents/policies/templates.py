@@ -3,8 +3,11 @@
 
 The template body (generic: id, targets, task and modality are read from the files) is written once to
 ``solution.py``; each run then only fills the strategy (model, text features, rich media features, character
-features, bagging) through ``runpy`` globals, so the decisions a policy makes are a handful of tokens. The explore
-snippet prints a one-line JSON summary of the data for the policy to read.
+features; bagging always) through one ``runpy`` global, ``STRATEGY``, set on the snippet's first line
+(``STRATEGY = 'blend/words+chars/rich/chars'``) — the one place a reply names its strategy, in every scaffold
+alike: for the tiny model the choice is one token after the same token, never a copy of an earlier mention (a
+one-million-parameter model did not learn to copy a plan into its code). The explore snippet prints a one-line
+JSON summary of the data for the policy to read.
 """
 
 from __future__ import annotations
@@ -40,17 +43,23 @@ class Choice:
     def strategy(self) -> Strategy:
         return Strategy(model=self.model, text=self.text, rich=self.rich, chars=self.chars, bag=True)
 
-    def globals_literal(self) -> str:
-        s = self.strategy()
-        return (f"dict(STRATEGY_MODEL={s.model!r}, STRATEGY_TEXT={s.text!r}, STRATEGY_RICH={s.rich!r}, "
-                f"STRATEGY_CHARS={s.chars!r}, STRATEGY_BAG={s.bag!r})")
+    def line(self) -> str:
+        """The first line of every snippet that runs the strategy: ``STRATEGY = 'key'`` — the one place a reply
+        names it (solution.py's first lines unpack it)."""
+        return f"STRATEGY = {self.key!r}\n"
+
+
+#: solution.py's first lines: the ``STRATEGY`` key unpacked into the globals the reference solution reads
+UNPACK = ("STRATEGY_MODEL, STRATEGY_TEXT, _RICH, _CHARS = STRATEGY.split('/')\n"
+          "STRATEGY_RICH, STRATEGY_CHARS, STRATEGY_BAG = _RICH == 'rich', _CHARS == 'chars', True\n")
 
 
 def template_body() -> str:
-    """The reference solution without its strategy header (the strategy arrives as globals)."""
+    """The reference solution with its strategy header replaced by :data:`UNPACK` (the strategy arrives as the
+    ``STRATEGY`` global)."""
     s = Strategy()
     text = render_solution(s)
-    body = text.split(s.header(), 1)[1]
+    body = UNPACK + text.split(s.header(), 1)[1]
     if "'''" in body or body.endswith("\\"):
         raise RuntimeError("the solution template cannot be embedded as a raw string")
     return body
@@ -62,21 +71,20 @@ def _write_template() -> str:
 
 def run_code(choice: Choice, folder: str, *, write_template: bool) -> str:
     """A python-tool snippet: (write solution.py, then) run it with ``choice`` in ``folder`` ("val" or ".")."""
-    head = f"# strategy: {choice.key}\n" + (_write_template() if write_template else "")
+    head = choice.line() + (_write_template() if write_template else "")
     if folder == ".":
-        return head + f"import runpy\nrunpy.run_path('solution.py', init_globals={choice.globals_literal()}, " \
-                      f"run_name='__main__')\n"
+        return head + "import runpy\nrunpy.run_path('solution.py', init_globals=dict(STRATEGY=STRATEGY), " \
+                      "run_name='__main__')\n"
     return head + (f"import os, runpy\nos.chdir({folder!r})\nrunpy.run_path('../solution.py', "
-                   f"init_globals={choice.globals_literal()}, run_name='__main__')\n")
+                   f"init_globals=dict(STRATEGY=STRATEGY), run_name='__main__')\n")
 
 
 def whole_script(choice: Choice, folders: tuple[str, ...] = ("val", ".")) -> str:
     """A standalone script (aide, oneshot): write solution.py and run it in each folder."""
-    return (f"# strategy: {choice.key}\n" + _write_template() + "import os, runpy\n"
-            f"G = {choice.globals_literal()}\nhere = os.getcwd()\n"
+    return (choice.line() + _write_template() + "import os, runpy\nhere = os.getcwd()\n"
             f"for folder in {folders!r}:\n    os.chdir(folder)\n"
-            f"    runpy.run_path(os.path.join(here, 'solution.py'), init_globals=G, run_name='__main__')\n"
-            f"    os.chdir(here)\n")
+            "    runpy.run_path(os.path.join(here, 'solution.py'), init_globals=dict(STRATEGY=STRATEGY), "
+            "run_name='__main__')\n    os.chdir(here)\n")
 
 
 EXPLORE = r'''import json, os

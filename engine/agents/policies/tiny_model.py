@@ -9,10 +9,10 @@ docs/benchmarks.md "Miniature reproduction"):
 - a byte-level BPE tokenizer trained on the agents' prompts, templates and format examples plus procedural
   descriptions of the shipped seeds (so task prompts tokenize compactly), with **macro tokens**: the scripted
   teacher's fixed code (the explore snippet, the reference-solution template written to solution.py, the runpy
-  glue), each strategy's globals and marker, the tool-call wrappers and the scaffold prompts are single tokens. A
-  react turn is then 20–40 tokens instead of ~2,500, and what the model learns is the choice of blocks — the
-  strategy (model family, text and media features, validate or not) — exactly the decision the teacher's mixed
-  skill leaves open;
+  glue), each strategy's key (named once per reply, on its code's first line), the tool-call wrappers and the
+  scaffold prompts are single tokens. A react turn is then 20–40 tokens instead of ~2,500, and what the model
+  learns is the choice of blocks — the strategy (model family, text and media features, validate or not) —
+  exactly the decision the teacher's mixed skill leaves open;
 - sampling at temperature 0.6 with 96 new tokens per turn and 6 react turns (:data:`TEMPERATURE`, :data:`MAX_NEW_TOKENS`, :data:`MAX_TURNS`);
   the training settings are in :mod:`engine.rl.recipe`.
 
@@ -49,7 +49,7 @@ LAYERS = 2
 VOCAB = 2048
 SEED = 0
 #: bump when the model or tokenizer built here changes (an older folder is then refused, never silently reused)
-VERSION = 2
+VERSION = 3
 #: the react turn budget the recipe trains and evaluates with
 MAX_TURNS = 6
 #: how an ``hf:tiny`` policy samples when its spec does not say
@@ -93,24 +93,25 @@ def _esc(text: str) -> str:
 
 
 def macro_tokens(max_turns: tuple[int, ...] = (4, 5, 6, 8, 10, 15)) -> list[str]:
-    """The teacher's fixed code blocks, strategy literals, tool-call wrappers and scaffold prompts, whole."""
+    """The teacher's fixed code blocks, strategy keys, tool-call wrappers and scaffold prompts, whole."""
     choices = [tp.Choice(m, t, r, c) for m, t, r, c in itertools.product(tp.MODELS, tp.TEXTS, (True, False),
                                                                           (True, False))]
     fixed = [tp.EXPLORE, tp._write_template()]
-    per_choice = [s for c in choices for s in (f"# strategy: {c.key}\n", c.globals_literal())]
-    # the glue between the fixed blocks in every snippet the teacher writes (react runs, aide and oneshot scripts)
+    keys = [c.key for c in choices]  # a reply names its strategy by the key alone
+    # the glue between the fixed blocks and keys in every snippet the teacher writes (react runs, aide and oneshot
+    # scripts)
     snippets = [tp.run_code(c, f, write_template=w) for c in choices[:1] for f in ("val", ".") for w in (True, False)]
     snippets += [tp.whole_script(c, folders) for c in choices[:1] for folders in (("val", "."), (".",))]
     glue: list[str] = []
-    pattern = "|".join(re.escape(x) for x in sorted(fixed + per_choice, key=len, reverse=True))
+    pattern = "|".join(re.escape(x) for x in sorted(fixed + keys, key=len, reverse=True))
     for s in snippets:
         glue += [g for g in re.split(pattern, s) if len(g) > 3]
-    blocks = fixed + per_choice + glue
+    blocks = fixed + glue
     out = blocks + [_esc(b) for b in blocks]
     out += ['<tool_call>{"name": "python", "arguments": {"code": "', '"}}</tool_call>',
             '<tool_call>{"name": "score", "arguments": {}}</tool_call>', "<think>", "</think>\n", "<answer>",
             "</answer>", "```python\n", "```", "plan: "]
-    out += [c.key for c in choices]
+    out += keys
     out += [prompts.AIDE_SYSTEM, prompts.ONESHOT_SYSTEM] + [prompts.react_system(n) for n in max_turns]
     return [t for t in dict.fromkeys(out) if t]
 

@@ -8,7 +8,7 @@ import time
 from ..env import MLEEnv
 from ..format import ToolCall, extract_code, parse_turn
 from ..policy import Policy
-from ..prompts import ONESHOT_SYSTEM
+from ..prompts import ONESHOT_SYSTEM, SCRIPT_REPLY, with_reply
 from .base import Transcript, seed_for
 
 
@@ -18,7 +18,7 @@ def run(env: MLEEnv, policy: Policy, *,
     task, _ = env.reset(seed=rng_seed)
     tr = transcript if transcript is not None else Transcript()
     tr.add("system", ONESHOT_SYSTEM)
-    tr.add("user", task)
+    tr.add("user", with_reply(task, SCRIPT_REPLY))
     action, _ = tr.act(policy, tr.turns, seed_for(rng_seed, 0))
     code = extract_code(action.text)
     me = tr.turns[-1]

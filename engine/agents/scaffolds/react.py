@@ -8,7 +8,7 @@ import time
 from ..env import MLEEnv
 from ..format import parse_turn
 from ..policy import Policy
-from ..prompts import react_system
+from ..prompts import REACT_REPLY, react_system, with_reply
 from .base import Transcript, seed_for
 
 
@@ -18,7 +18,7 @@ def run(env: MLEEnv, policy: Policy, *,
     task, _ = env.reset(seed=rng_seed)
     tr = transcript if transcript is not None else Transcript()
     tr.add("system", react_system(max_turns))
-    tr.add("user", task)
+    tr.add("user", with_reply(task, REACT_REPLY))
     for turn in range(max_turns):
         action, _ = tr.act(policy, tr.turns, seed_for(rng_seed, turn))
         parsed = parse_turn(action.text)
