@@ -77,7 +77,7 @@ lint: setup
 	$(BIN)/mypy
 
 test: lint harbor-venv vllm-if-possible
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 test-fast: lint
 	$(BIN)/python -m pytest -q -m "not slow"
