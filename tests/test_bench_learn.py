@@ -64,6 +64,8 @@ def test_a_quick_run_reports_the_paired_difference_per_scaffold(store, tmp_path)
     assert s["instruct_examples"] >= s["instruct_demos"]  # aide episodes give one example per step
     assert s["demos"] == 2 * len(QUICK.train_seeds)  # two teachers, one environment per seed, react only
     assert 0 < s["sft_examples"] <= s["demos"]  # the mixed teacher's react episodes only
-    assert {r["policy"] for r in result.rows} == {"SFT", "SFT+GRPO"} and len(result.rows) == 6
+    assert [(r["policy"], r["scaffold"]) for r in result.rows] == [
+        ("SFT", "react"), ("SFT+GRPO", "react"), ("SFT", "aide (unseen)"), ("SFT+GRPO", "aide (unseen)"),
+        ("SFT", "oneshot (unseen)"), ("SFT+GRPO", "oneshot (unseen)")]
     assert (tmp_path / "out" / s["plot"]).is_file()
     assert store.runs.list(kind="bench")[0]["status"] == "done"

@@ -314,7 +314,13 @@ def report_rows(reports: dict[tuple[str, str], EvalReport]) -> list[dict[str, An
              "episodes": rep.n_episodes, "medal_rate": _fmt(rep.summary[RATE]),
              "valid_rate": _fmt(rep.summary["valid"]),
              "human_rank": _fmt(rep.summary["human_rank"]), "reward": _fmt(rep.summary["reward"])}
-            for (label, scaffold), rep in sorted(reports.items(), key=lambda kv: (kv[0][1] != TRAINED_IN, kv[0]))]
+            for (label, scaffold), rep in sorted(reports.items(), key=_row_order)]
+
+
+def _row_order(item: tuple[tuple[str, str], EvalReport]) -> tuple[int, int]:
+    """Rows by scaffold (react first, as :data:`SCAFFOLDS` lists them), then by arm (SFT first)."""
+    (label, scaffold), _ = item
+    return (SCAFFOLDS.index(scaffold) if scaffold in SCAFFOLDS else len(SCAFFOLDS), ARMS.index(label))
 
 
 def valid_by_seed(bs: Store, report: EvalReport) -> dict[str, float]:
