@@ -274,3 +274,27 @@ def test_a_long_column_table_is_cut_in_the_task_prompt_so_its_later_sections_sta
     assert f"{192 - KEEP_COLUMNS} more feature columns" in prompt
     short = "\n".join(["### Columns", *rows[:40], "| `label` | train only | Target. |"])
     assert compact_columns(short) == short  # 40 rows or fewer: as written
+
+
+def test_the_explore_summary_lists_at_most_8_columns_to_predict(tmp_path, monkeypatch, capsys):
+    """A 22-class task listed 22 names no training task has (leaf-species), and tiny lost its reply format after
+    reading them: the summary keeps the first 8 and says how many more."""
+    import json
+
+    import pandas as pd
+
+    from engine.agents.policies.templates import EXPLORE
+
+    classes = [f"Species_{i}" for i in range(22)]
+    pd.DataFrame({"id": [1, 2], "x": [0.1, 0.2], "species": ["Species_0", "Species_1"]}).to_csv(
+        tmp_path / "train.csv", index=False)
+    pd.DataFrame({"id": [3], "x": [0.3]}).to_csv(tmp_path / "test.csv", index=False)
+    pd.DataFrame({"id": [3], **{c: [1 / 22] for c in classes}}).to_csv(tmp_path / "sample_submission.csv",
+                                                                       index=False)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(EXPLORE, "explore", "exec"), {})
+    summary = json.loads(capsys.readouterr().out.split("SUMMARY ", 1)[1])
+    assert summary["predict"] == classes[:8] + ["+14 more"] and summary["task"] == "proba"
+    (tmp_path / "sample_submission.csv").write_text("id,species\n3,Species_0\n")
+    exec(compile(EXPLORE, "explore", "exec"), {})
+    assert json.loads(capsys.readouterr().out.split("SUMMARY ", 1)[1])["predict"] == ["species"]

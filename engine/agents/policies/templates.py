@@ -7,7 +7,8 @@ features; bagging always) through one ``runpy`` global, ``STRATEGY``, set on the
 (``STRATEGY = 'blend/words+chars/rich/chars'``) — the one place a reply names its strategy, in every scaffold
 alike: for the tiny model the choice is one token after the same token, never a copy of an earlier mention (a
 one-million-parameter model did not learn to copy a plan into its code). The explore snippet prints a one-line
-JSON summary of the data for the policy to read.
+JSON summary of the data for the policy to read (at most 8 of the columns to predict, then how many more: a
+22-class task listed 22 names no training task has, and the tiny model lost its reply format after reading them).
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ for c in media:
     first = str(test[c].iloc[0])
     modality = "image" if first.endswith(".png") else "audio" if first.endswith(".wav") else "timeseries"
 task = "proba" if [p.lower() for p in pred] != [t.lower() for t in targets] else ("value" if pd.api.types.is_float_dtype(train[targets[0]]) else "label")
+shown = pred[:8] + ([f"+{len(pred) - 8} more"] if len(pred) > 8 else [])
 print("SUMMARY " + json.dumps({"rows": len(train), "test_rows": len(test), "id": idc, "targets": targets,
-      "predict": pred, "task": task, "modality": modality, "features": len(feats), "text": text, "media": media,
+      "predict": shown, "task": task, "modality": modality, "features": len(feats), "text": text, "media": media,
       "missing": round(float(train[feats].isna().mean().mean()) if feats else 0.0, 3)}))
 '''

@@ -49,7 +49,7 @@ LAYERS = 2
 VOCAB = 2048
 SEED = 0
 #: bump when the model or tokenizer built here changes (an older folder is then refused, never silently reused)
-VERSION = 3
+VERSION = 4
 #: the react turn budget the recipe trains and evaluates with
 MAX_TURNS = 6
 #: how an ``hf:tiny`` policy samples when its spec does not say
