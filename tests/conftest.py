@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,6 +35,16 @@ def store(home):
     s = Store(home / "sandmle.db")
     yield s
     s.close()
+
+
+@contextmanager
+def store_at(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A store on a module-scoped fixture's data dir, with SANDMLE_HOME pointed at it for one test."""
+    from store import Store
+
+    monkeypatch.setenv("SANDMLE_HOME", str(home))
+    with Store(home / "sandmle.db") as s:
+        yield s
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, cli_runner
+from conftest import ROOT, cli_runner, store_at
 
 #: one environment per kind of prediction: a probability (roc_auc), one column per class (log_loss), a value
 #: (rmse), an ordinal label (qwk)
@@ -33,30 +33,20 @@ def exported_home(tmp_path_factory):
     from store import Store
 
     home = tmp_path_factory.mktemp("exchange-home")
-    old = os.environ.get("SANDMLE_HOME")
-    os.environ["SANDMLE_HOME"] = str(home)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # monkeypatch itself is function-scoped
+        env.setenv("SANDMLE_HOME", str(home))
         with Store(home / "sandmle.db") as s:
             load_shipped(s)
             for seed in SEEDS:
                 report = synthesize(s, seed, 1, rng_seed=3)
                 assert len(report.verified) == 1, report.to_dict()
         yield home
-    finally:
-        if old is None:
-            os.environ.pop("SANDMLE_HOME", None)
-        else:
-            os.environ["SANDMLE_HOME"] = old
 
 
 @pytest.fixture
 def xstore(exported_home, monkeypatch):
-    from store import Store
-
-    monkeypatch.setenv("SANDMLE_HOME", str(exported_home))
-    s = Store(exported_home / "sandmle.db")
-    yield s
-    s.close()
+    with store_at(exported_home, monkeypatch) as s:
+        yield s
 
 
 @pytest.fixture

@@ -6,14 +6,13 @@ submission the same; imported environments run in eval, train grpo and the workb
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import cli_runner
+from conftest import cli_runner, store_at
 from test_exchange import _write, submissions
 
 SEEDS = ("taxi-fare", "author-style")
@@ -29,9 +28,8 @@ def round_trip(tmp_path_factory):
     from store import Store
 
     home = tmp_path_factory.mktemp("import-home")
-    old = os.environ.get("SANDMLE_HOME")
-    os.environ["SANDMLE_HOME"] = str(home)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # monkeypatch itself is function-scoped
+        env.setenv("SANDMLE_HOME", str(home))
         with Store(home / "sandmle.db") as s:
             load_shipped(s)
             originals = [synthesize(s, seed, 1, rng_seed=5).verified[0].env_id for seed in SEEDS]
@@ -39,21 +37,12 @@ def round_trip(tmp_path_factory):
             export_envs(s, ",".join(originals), paper, ExportOptions(fmt="sandmle", paper_compatible=True))
             outcomes = import_tasks(s, paper, split="heldout")
         yield home, paper, originals, outcomes
-    finally:
-        if old is None:
-            os.environ.pop("SANDMLE_HOME", None)
-        else:
-            os.environ["SANDMLE_HOME"] = old
 
 
 @pytest.fixture
 def istore(round_trip, monkeypatch):
-    from store import Store
-
-    monkeypatch.setenv("SANDMLE_HOME", str(round_trip[0]))
-    s = Store(round_trip[0] / "sandmle.db")
-    yield s
-    s.close()
+    with store_at(round_trip[0], monkeypatch) as s:
+        yield s
 
 
 def test_import_moves_answers_out_maps_the_metric_verifies_and_records_provenance(round_trip, istore):

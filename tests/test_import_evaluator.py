@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, cli_runner
+from conftest import ROOT, cli_runner, store_at
 
 #: the task's evaluator, in the paper's contract: ``python evaluator.py --submission_path P`` in public/, the
 #: answers in answer.csv there, one JSON object out
@@ -79,9 +78,8 @@ def imported(tmp_path_factory):
     from store import Store
 
     home = tmp_path_factory.mktemp("evaluator-home")
-    old = os.environ.get("SANDMLE_HOME")
-    os.environ["SANDMLE_HOME"] = str(home)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # monkeypatch itself is function-scoped
+        env.setenv("SANDMLE_HOME", str(home))
         with Store(home / "sandmle.db") as s:
             load_shipped(s)
             original = synthesize(s, "taxi-fare", 1, rng_seed=5).verified[0].env_id
@@ -92,21 +90,12 @@ def imported(tmp_path_factory):
             (task / "prepared" / "public" / "evaluator.py").write_text(EVALUATOR)
             (outcome,) = import_tasks(s, task.parent, split="heldout")
         yield home, task, outcome
-    finally:
-        if old is None:
-            os.environ.pop("SANDMLE_HOME", None)
-        else:
-            os.environ["SANDMLE_HOME"] = old
 
 
 @pytest.fixture
 def estore(imported, monkeypatch):
-    from store import Store
-
-    monkeypatch.setenv("SANDMLE_HOME", str(imported[0]))
-    s = Store(imported[0] / "sandmle.db")
-    yield s
-    s.close()
+    with store_at(imported[0], monkeypatch) as s:
+        yield s
 
 
 def _env(store, outcome):

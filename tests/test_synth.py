@@ -11,20 +11,17 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import cli_runner
+from conftest import cli_runner, store_at
 
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory):
     """One store with two tabular environments made through the CLI (shared by the tests of this module)."""
-    import os
-
     from workbench.cli import main
 
     home = tmp_path_factory.mktemp("synth-home")
-    old = os.environ.get("SANDMLE_HOME")
-    os.environ["SANDMLE_HOME"] = str(home)
-    try:
+    with pytest.MonkeyPatch.context() as env:  # monkeypatch itself is function-scoped
+        env.setenv("SANDMLE_HOME", str(home))
         from engine.seeds.load import load_shipped
         from store import Store
 
@@ -41,22 +38,13 @@ def synthesized(tmp_path_factory):
             except SystemExit as exc:
                 assert not exc.code
         yield home, json.loads(out.getvalue())
-    finally:
-        if old is None:
-            os.environ.pop("SANDMLE_HOME", None)
-        else:
-            os.environ["SANDMLE_HOME"] = old
 
 
 @pytest.fixture
 def synth_store(synthesized, monkeypatch):
-    from store import Store
-
     home, report = synthesized
-    monkeypatch.setenv("SANDMLE_HOME", str(home))
-    s = Store(home / "sandmle.db")
-    yield s, report
-    s.close()
+    with store_at(home, monkeypatch) as s:
+        yield s, report
 
 
 def test_cli_synth_yields_verified_environments(synth_store):
