@@ -15,6 +15,25 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
 
+#: the start of a script that runs an episode on the environment folder argv[1] and records every file it opens
+#: under private/ (``seen``): what the score tool tests audit
+PRIVATE_OPEN_AUDIT = r"""
+import json, sys
+from pathlib import Path
+private = str(Path(sys.argv[1]).resolve() / "private")
+seen = []
+def hook(event, args):
+    if event == "open" and args and isinstance(args[0], (str, bytes)):
+        path = args[0].decode() if isinstance(args[0], bytes) else args[0]
+        if str(Path(path).resolve()).startswith(private):
+            seen.append(path)
+sys.addaudithook(hook)
+from engine.envs.layout import EnvSpec
+from engine.agents.env import MLEEnv
+from engine.agents.format import ToolCall
+from engine.sandbox import get_backend
+"""
+
 # never let a test touch the user's real data dir or config
 os.environ.setdefault("SANDMLE_HOME", str(Path(os.environ.get("TMPDIR", "/tmp")) / "sandmle-pytest-default"))
 

@@ -15,7 +15,7 @@ from engine.agents.format import ToolCall
 from engine.agents.score_tool import carve, parse_score
 from engine.envs.layout import EnvSpec
 
-from conftest import DATA, ROOT
+from conftest import DATA, PRIVATE_OPEN_AUDIT, ROOT
 
 TINY = DATA / "envs" / "tiny-tabular"
 
@@ -49,21 +49,7 @@ def test_probability_tasks_get_one_hot_validation_answers(tmp_path):
     assert (split.answers[["EAP", "HPL", "MWS"]].sum(axis=1) == 1).all()
 
 
-AUDIT = r"""
-import json, sys
-from pathlib import Path
-private = str(Path(sys.argv[1]).resolve() / "private")
-seen = []
-def hook(event, args):
-    if event == "open" and args and isinstance(args[0], (str, bytes)):
-        path = args[0].decode() if isinstance(args[0], bytes) else args[0]
-        if str(Path(path).resolve()).startswith(private):
-            seen.append(path)
-sys.addaudithook(hook)
-from engine.envs.layout import EnvSpec
-from engine.agents.env import MLEEnv
-from engine.agents.format import ToolCall
-from engine.sandbox import get_backend
+AUDIT = PRIVATE_OPEN_AUDIT + r"""
 env = EnvSpec.from_dir(sys.argv[1])          # reads private/grade.json (metadata) here, before the episode
 before = len(seen)
 e = MLEEnv(env.id, env.public, env.grade, get_backend("local", root=sys.argv[2]))

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import ROOT, cli_runner, store_at
+from conftest import PRIVATE_OPEN_AUDIT, ROOT, cli_runner, store_at
 
 #: the task's evaluator, in the paper's contract: ``python evaluator.py --submission_path P`` in public/, the
 #: answers in answer.csv there, one JSON object out
@@ -229,21 +229,7 @@ def test_the_score_tool_runs_the_evaluator_on_the_validation_split_never_the_tes
                        "not the test ids")
 
 
-AUDIT = r"""
-import json, sys
-from pathlib import Path
-private = str(Path(sys.argv[1]).resolve() / "private")
-seen = []
-def hook(event, args):
-    if event == "open" and args and isinstance(args[0], (str, bytes)):
-        path = args[0].decode() if isinstance(args[0], bytes) else args[0]
-        if str(Path(path).resolve()).startswith(private):
-            seen.append(path)
-sys.addaudithook(hook)
-from engine.envs.layout import EnvSpec
-from engine.agents.env import MLEEnv
-from engine.agents.format import ToolCall
-from engine.sandbox import get_backend
+AUDIT = PRIVATE_OPEN_AUDIT + r"""
 env = EnvSpec.from_dir(sys.argv[1])          # reads grade.json and evaluator.py here, before the episode
 before = len(seen)
 e = MLEEnv(env.id, env.public, env.grade, get_backend("local", root=sys.argv[2]))
