@@ -226,3 +226,29 @@ def test_a_server_goes_with_the_process_that_started_it_even_after_sigkill(tiny,
     else:
         os.killpg(server, 9)
         pytest.fail("the server outlived the process that started it")
+
+
+def test_a_dead_engine_is_explained_by_the_exception_lines_of_its_log(tmp_path):
+    """vLLM's HTTP 500 says only "see the stack trace above"; the error the project raises quotes the exception
+    lines of the server's log instead (these lines are from a real vLLM-CPU engine that died), not its shutdown
+    noise, and falls back to the last lines where nothing was raised."""
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "sandmle: vllm serve /m --enable-lora\n"
+        "(Worker pid=7512) ERROR 12-02 06:46:02 [multiproc_executor.py:1063] Traceback (most recent call last):\n"
+        "(Worker pid=7512) ERROR 12-02 06:46:02 [multiproc_executor.py:1063] RuntimeError: einsum(): subscript b has "
+        "size 2 for operand 1 which does not broadcast with previously seen size 47\n"
+        "(EngineCore pid=7500) ERROR 12-02 06:46:02 [core.py:1512] EngineCore encountered a fatal error.\n"
+        "(APIServer pid=7488) ERROR 12-02 06:46:02 [async_llm.py:906] vllm.v1.engine.exceptions.EngineDeadError: "
+        "EngineCore encountered an issue. See stack trace (above) for the root cause.\n"
+        'INFO:     127.0.0.1:33768 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error\n'
+        "nanobind: leaked 3 instances!\n")
+    said = vllm_server.log_excerpt(log)
+    assert said.split(" | ") == [
+        "RuntimeError: einsum(): subscript b has size 2 for operand 1 which does not broadcast with previously seen "
+        "size 47",
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the "
+        "root cause."]
+    log.write_text("INFO starting\nINFO loading\nKilled\n")
+    assert vllm_server.log_excerpt(log) == "INFO starting | INFO loading | Killed"
+    assert vllm_server.log_excerpt(tmp_path / "none.log") == ""

@@ -8,6 +8,7 @@ model in float32 (the trainer's dtype), and stopped — its whole process group 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -236,6 +238,32 @@ def test_concurrent_long_prompts_with_seeds_are_served_whole(served, tmp_path):
     assert "--no-enable-chunked-prefill" in served.log.read_text(errors="replace").splitlines()[0]
     assert vllm_server.http("GET", served.url + "/health")[0] == 200
     assert sampler.stats.prefill_tokens + sampler.stats.cached_tokens == 8 * 1500
+
+
+def test_an_adapter_published_while_samples_are_drawn_leaves_the_engine_up(served, tmp_path):
+    """Overlapped training (``--max-staleness 1``) publishes the next adapter — a load, then the probe's
+    prompt-log-prob request — while the samples of the next step are still being drawn under the previous one.
+    With LoRA on its LM head (vLLM's default) vLLM built for CPU batched the probe with those requests and its
+    engine died ("einsum(): subscript b has size 2 ... size 47"); the launcher puts LoRA on the adapters' layers
+    only, so every sample in flight finishes under the old adapter and the next ones come from the new."""
+    sampler = VLLMServerSampler(served.url, adapter_dir=tmp_path / "adapters")
+    sampler.publish(_lora(served.model, seed=6), 1)
+    new = _lora(served.model, seed=7)
+    requests = [dataclasses.replace(r, stop_ids=()) for r in _requests(served.model, n=6, max_new=400)]
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        drawing = pool.submit(sampler.generate, requests)
+        time.sleep(0.5)  # the requests admitted and decoding (6 x 400 tokens, no stop token: seconds here)
+        assert not drawing.done(), "the samples finished before the publish: nothing overlapped"
+        sampler.publish(new, 2)
+        in_flight = drawing.result()
+    assert {s.version for s in in_flight} == {1} and [len(s.token_ids) for s in in_flight] == [400] * 6
+    after = sampler.generate(requests[:3])
+    assert {s.version for s in after} == {2}
+    for r, s in zip(requests, after):
+        assert (_trainer_logprobs(new, r, s.token_ids) - torch.tensor(s.logprobs)).abs().max() < 1e-4
+    assert vllm_server.http("GET", served.url + "/health")[0] == 200
+    argv = served.log.read_text(errors="replace").splitlines()[0]
+    assert "--lora-target-modules" in argv and "lm_head" not in argv
 
 
 def test_each_published_adapter_is_sampled_from_with_the_trainers_logprobs(served, tmp_path):

@@ -255,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     serve.add_argument("--enable-lora", action="store_true")
     serve.add_argument("--max-lora-rank", type=int, default=16)
     serve.add_argument("--max-loras", type=int, default=1)
+    serve.add_argument("--lora-target-modules", nargs="+")  # which layers get LoRA: the adapters say it here
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--logprobs-mode", default="raw_logprobs",

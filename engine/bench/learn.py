@@ -41,6 +41,7 @@ from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..eval.compare import compare
 from ..eval.run import EvalReport, run_eval
+from ..inference.base import SamplerError
 from ..models.adapters import final_adapter
 from ..rl.config import GRPOConfig, SFTConfig, load_config
 from ..rl.grpo import GRPOTrainer
@@ -49,7 +50,7 @@ from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult, torch_threads
 from ._plot import line_plot
-from ._vllm import tiny_server
+from ._vllm import log_path, tiny_server
 
 #: the policies compared (baseline first) and the rate compared
 ARMS = ("SFT", "SFT+GRPO")
@@ -252,18 +253,20 @@ def build_instruct_base(bs: Store, plan: LearnPlan, seed: int) -> tuple[Path, di
 
 
 def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, sampler: str = "hf", *,
-               model: str = tiny.NAME) -> tuple[GRPOTrainer, dict[str, Any]]:
+               model: str = tiny.NAME, vllm_log: Path | None = None) -> tuple[GRPOTrainer, dict[str, Any]]:
     """GRPO with tiny's recipe from the SFT adapter on ``model``, stopped early when the time budget needs the rest
     for the evaluations; ``sampler = "vllm"``: sampling from a real vLLM server started for it (tiny's recipe with
-    vLLM)."""
+    vLLM; its log: ``vllm_log``, by default under the bench store's data dir)."""
     if sampler == "vllm":
-        server, why = tiny_server(bs, sft.run_id, bs.data_dir / "vllm", model_dir=None if model == tiny.NAME else
-                                  Path(model))
+        server, why = tiny_server(bs, sft.run_id, bs.data_dir / "vllm", vllm_log or log_path(bs, "learn"),
+                                  model_dir=None if model == tiny.NAME else Path(model))
         if server is None:
             raise SandmleError(f"bench learn --sampler vllm: {why}")
         phases.log(f"vLLM server started in {server.startup_s:.0f}s")
         try:
             return _grpo(bs, plan, sft, seed, phases, model, {"sampler": "vllm", "sampler_url": server.url})
+        except SamplerError as exc:
+            raise server.explain(exc) from None
         finally:
             server.stop()
     return _grpo(bs, plan, sft, seed, phases, model, {})
@@ -333,7 +336,8 @@ def valid_by_seed(bs: Store, report: EvalReport) -> dict[str, float]:
     return {seed: sum(v) / len(v) for seed, v in sorted(per_seed.items())}
 
 
-def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str) -> dict[str, Any]:
+def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str, vllm_log: Path
+            ) -> dict[str, Any]:
     """Synthesis, the instruct base, demonstrations, SFT, GRPO and the evaluations, each phase timed."""
     train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
     phases.end("synthesis")
@@ -348,7 +352,7 @@ def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str
     sft, sft_summary = train_sft(bs, plan, seed, model=str(base), source=SFT_SOURCE, scaffold=TRAINED_IN,
                                  lr=plan.sft_lr)
     phases.end("sft")
-    trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases, sampler, model=str(base))
+    trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases, sampler, model=str(base), vllm_log=vllm_log)
     phases.end("grpo")
     reports = evaluate(bs, plan, base, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids, phases.log)
     phases.end("eval")
@@ -390,7 +394,7 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
     bs = Store(root / "sandmle.db")
     try:
         with torch_threads(1):  # see torch_threads: the tiny model on a shared CPU
-            done = _stages(bs, plan, seed, phases, sampler)
+            done = _stages(bs, plan, seed, phases, sampler, log_path(store, "learn"))
             react = done["reports"][("SFT", TRAINED_IN)]
             suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}")
             png = plot_rewards(bs.runs.metrics(done["grpo_run"]), Path(results_dir) / f"learn_reward{suffix}.png",

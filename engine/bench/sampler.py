@@ -41,6 +41,7 @@ from store import Store
 from ..agents.policies.tiny_model import default_corpus
 from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
+from ..inference.base import SamplerError
 from ..inference.vllm_server import VLLMServerSampler
 from ..models.loading import from_pretrained
 from ..models.scratch import build_tiny_model
@@ -49,7 +50,7 @@ from ..rl.grpo import GRPOTrainer
 from ..rl.modeling import lora_targets
 from ..sandbox import get_backend
 from . import BenchResult, torch_threads
-from ._vllm import QUICK_NO_VLLM, BenchServer, start
+from ._vllm import QUICK_NO_VLLM, BenchServer, log_path, start
 from .rollout import synthesized_envs
 
 EPISODES = 8
@@ -170,9 +171,12 @@ def run(store: Store, quick: bool = False, **_: Any) -> BenchResult:
         try:
             envs = synthesized_envs(bench_store, 2)
             model_path = build_tiny_model(Path(tmp) / "tiny", corpus=default_corpus())
-            server, why = (None, QUICK_NO_VLLM) if quick else start(model_path, Path(tmp) / "vllm.log",
+            server, why = (None, QUICK_NO_VLLM) if quick else start(model_path, log_path(store, "sampler"),
                                                                     lora_rank=LORA_R)
-            runs, steps = _measure(bench_store, envs, model_path, Path(tmp), server, turns, new_tokens, rounds)
+            try:
+                runs, steps = _measure(bench_store, envs, model_path, Path(tmp), server, turns, new_tokens, rounds)
+            except SamplerError as exc:
+                raise server.explain(exc) if server is not None else exc from None
             rss = server.rss_mb() if server is not None else None
         finally:
             if server is not None:

@@ -32,7 +32,8 @@ from ..rl.config import GRPOConfig, load_config
 from ..rl.grpo import GRPOTrainer
 from . import BenchResult, torch_threads
 from ._plot import line_plot
-from ._vllm import QUICK_NO_VLLM, BenchServer, tiny_server
+from ..inference.base import SamplerError
+from ._vllm import QUICK_NO_VLLM, BenchServer, log_path, tiny_server
 from .learn import LearnPlan, collect_demos, make_envs, train_sft
 
 TARGET_SPEEDUP = 1.5
@@ -100,14 +101,18 @@ def run(store: Store, quick: bool = False, *, results_dir: str | Path, seed: int
             train_ids = make_envs(bs, plan, seed, _log)[0]
             collect_demos(bs, plan, train_ids)
             sft, sft_summary = train_sft(bs, plan, seed)
-            server, why = (None, QUICK_NO_VLLM) if quick else tiny_server(bs, sft.run_id, Path(tmp))
+            server, why = (None, QUICK_NO_VLLM) if quick else tiny_server(bs, sft.run_id, Path(tmp),
+                                                                                log_path(store, "train"))
             modes += VLLM_MODES if server is not None else []
             _log(f"setup done in {time.monotonic() - t0:.0f}s (SFT loss {sft_summary['train_loss']:.3f}; vLLM: "
                  + (f"started in {server.startup_s:.0f}s)" if server else f"none: {why})"))
             for r in range(rounds):
                 for mode in modes:
                     url = server.url if server is not None and mode.sampler == "vllm" else None
-                    runs[mode.label].append(grpo_run(bs, sft.run_id, steps, mode, seed, url))
+                    try:
+                        runs[mode.label].append(grpo_run(bs, sft.run_id, steps, mode, seed, url))
+                    except SamplerError as exc:
+                        raise server.explain(exc) if url is not None and server is not None else exc from None
                     _log(f"round {r + 1} {mode.label}: {runs[mode.label][-1]['wall_s']:.0f}s")
             server_rss = server.rss_mb() if server is not None else None
         finally:

@@ -22,7 +22,7 @@ from .base import (
 )
 from ..config import load_settings
 from .hf import HFSampler
-from .served import merged_base
+from .served import lora_layers, merged_base
 from .vllm_colocated import VLLMColocatedSampler
 from .vllm_server import VLLMServerSampler, launch_server, served_dtype, stop_process
 
@@ -53,10 +53,10 @@ def make_sampler(kind: str, model: torch.nn.Module, *, model_path: str, work_dir
         settings = load_settings().vllm
         base = merged_base(model, model_path, work / "base")
         url, process = launch_server(base, lora_rank=lora_rank, log_path=work / "vllm.log", settings=settings,
-                                     dtype=served_dtype(model, settings.dtype, warn))
+                                     dtype=served_dtype(model, settings.dtype, warn), lora_targets=lora_layers(model))
         try:
             return VLLMServerSampler(url, adapter_dir=work / "adapters", process=process,
-                                     merged=None if base == model_path else base)
+                                     merged=None if base == model_path else base, log_path=work / "vllm.log")
         except BaseException:
             stop_process(process)
             raise

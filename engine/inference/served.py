@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..models.adapters import LORA_TARGETS
+
 #: files of a model folder that hold weights (everything else — config, tokenizer — is copied as it is)
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".index.json")
 MARKER = "sandmle-merged.json"
@@ -34,6 +36,16 @@ def saved_modules(model: Any) -> dict[str, Any]:
         for pname, tensor in copy.state_dict().items():
             out[f"{key}.{pname}"] = tensor.detach().to("cpu")
     return out
+
+
+def lora_layers(model: Any) -> list[str]:
+    """The layer names the PEFT ``model``'s active adapter puts LoRA on (the project's :data:`LORA_TARGETS` for a
+    plain model): what a vLLM server is told to wrap."""
+    config = getattr(model, "peft_config", {}).get(getattr(model, "active_adapter", "default"))
+    targets = getattr(config, "target_modules", None)
+    if isinstance(targets, str) or not targets:  # a regex, or none: the project's own list
+        return list(LORA_TARGETS)
+    return sorted(str(t) for t in targets)
 
 
 def trained_saved_modules(model: Any) -> list[str]:

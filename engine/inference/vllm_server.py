@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..config import VLLMSettings, load_settings
+from ..models.adapters import LORA_TARGETS
 from .base import Sample, SampleRequest, SamplerError, SamplerStats, StaleSampleError, adapter_name, adapter_version
 from .served import saved_modules, save_lora, trained_saved_modules
 
@@ -69,6 +71,18 @@ def _error(raw: bytes) -> str:
     return str(err.get("message") or err.get("detail") or err) if isinstance(err, dict) else str(err)
 
 
+def log_excerpt(log_path: str | Path, lines: int = 3) -> str:
+    """What a server's log says went wrong: its last exception lines (vLLM's HTTP errors say only "see the stack
+    trace above"), else its last lines; "" where there is no log."""
+    try:
+        text = Path(log_path).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    raised = [line for line in text if re.search(r"\b\w*(Error|Exception): ", line)]
+    picked = list(dict.fromkeys(line.split("] ", 1)[-1].strip() for line in raised))[-lines:] or text[-lines:]
+    return " | ".join(picked)
+
+
 def http(method: str, url: str, body: dict | None = None, timeout_s: float = 600.0) -> tuple[int, bytes]:
     """(status, body) of one JSON request; connection errors raise :class:`SamplerError`."""
     data = None if body is None else json.dumps(body).encode()
@@ -84,8 +98,11 @@ def http(method: str, url: str, body: dict | None = None, timeout_s: float = 600
 
 class VLLMServerSampler:
     def __init__(self, url: str, *, adapter_dir: str | Path, check_tol: float = 0.05, timeout_s: float = 600.0,
-                 process: subprocess.Popen | None = None, merged: str | None = None):
+                 process: subprocess.Popen | None = None, merged: str | None = None,
+                 log_path: str | Path | None = None):
         self.url = url.rstrip("/")
+        #: the log of a server this sampler started (its errors then say what the log says)
+        self.log_path = Path(log_path) if log_path else None
         #: the base copy with the modules trained in full merged in, that the server was started on (or None)
         self.merged = merged
         self.name = f"vllm:{self.url}"
@@ -103,7 +120,9 @@ class VLLMServerSampler:
         """The JSON answer (or vLLM's plain-text success of the adapter routes) of one request."""
         status, raw = http(method, self.url + path, body, self.timeout_s)
         if status != 200:
-            raise SamplerError(f"vLLM {path}: {_error(raw)} (HTTP {status})")
+            cause = log_excerpt(self.log_path) if self.log_path and status >= 500 else ""
+            raise SamplerError(f"vLLM {path}: {_error(raw)} (HTTP {status})"
+                               + (f"; its log ({self.log_path}) says: {cause}" if cause else ""))
         try:
             return json.loads(raw)
         except ValueError:
@@ -340,9 +359,11 @@ def is_cpu_build(found: VLLMCommand) -> bool:
 
 
 def server_argv(command: list[str], model_path: str, *, lora_rank: int, port: int, dtype: str | None,
-                max_model_len: int | None, cpu: bool = False) -> list[str]:
+                max_model_len: int | None, cpu: bool = False, lora_targets: Sequence[str] = LORA_TARGETS
+                ) -> list[str]:
     rank = next((r for r in VLLM_LORA_RANKS if r >= lora_rank), lora_rank)
     argv = [*command, model_path, "--enable-lora", "--max-lora-rank", str(rank), "--max-loras", "2",
+            "--lora-target-modules", *sorted(lora_targets),  # not the LM head (LORA_TARGETS says why)
             "--host", "127.0.0.1", "--port", str(port), "--logprobs-mode", "processed_logprobs",
             "--enable-prompt-tokens-details"]  # usage then counts the prompt tokens its prefix cache served
     argv += ["--dtype", dtype] if dtype else []
@@ -353,17 +374,18 @@ def server_argv(command: list[str], model_path: str, *, lora_rank: int, port: in
 
 def launch_server(model_path: str, *, lora_rank: int, log_path: str | Path, port: int | None = None,
                   dtype: str | None = None, settings: VLLMSettings | None = None,
-                  startup_s: float | None = None) -> tuple[str, subprocess.Popen]:
+                  startup_s: float | None = None, lora_targets: Sequence[str] = LORA_TARGETS
+                  ) -> tuple[str, subprocess.Popen]:
     """Start ``vllm serve MODEL --enable-lora ...`` (the command :func:`find_vllm` finds) on 127.0.0.1 with runtime
-    adapter loading allowed, in ``dtype`` (None: vLLM's choice); wait until ``/health`` answers. Returns
-    (url, process)."""
+    adapter loading allowed, LoRA on ``lora_targets`` only (the adapters' layers), in ``dtype`` (None: vLLM's
+    choice); wait until ``/health`` answers. Returns (url, process)."""
     s = settings or load_settings().vllm
     found = find_vllm(s.command)
     if found is None:
         raise SamplerError(f"cannot start a vLLM server: {missing_vllm()}")
     port = port or _free_port()
     argv = server_argv(found.argv, model_path, lora_rank=lora_rank, port=port, dtype=dtype,
-                       max_model_len=s.max_model_len, cpu=is_cpu_build(found))
+                       max_model_len=s.max_model_len, cpu=is_cpu_build(found), lora_targets=lora_targets)
     env = {**os.environ, "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", str(s.kv_cache_gib))  # only vLLM built for CPU reads it
     env.setdefault("VLLM_NO_USAGE_STATS", "1")
@@ -385,8 +407,7 @@ def _wait_healthy(proc: subprocess.Popen, url: str, log_path: Path, startup_s: f
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             stop_process(proc)
-            tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
-            raise SamplerError(f"the vLLM server exited ({proc.returncode}): {' | '.join(tail)} (log: {log_path})")
+            raise SamplerError(f"the vLLM server exited ({proc.returncode}): {log_excerpt(log_path)} (log: {log_path})")
         try:
             if http("GET", f"{url}/health", timeout_s=2)[0] == 200:
                 return proc

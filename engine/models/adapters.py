@@ -11,6 +11,10 @@ from store import Store
 from ..errors import SandmleError
 
 ADAPTER_CONFIG = "adapter_config.json"
+#: the linear layers the project's LoRA adapters go on, of those a model has (Llama/Qwen names, then GPT-2's); a
+#: vLLM server is told to put LoRA on these only (its default also wraps the LM head: more work per token, and vLLM
+#: built for CPU then crashes on a prompt-log-prob request batched with another one)
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "c_attn", "c_proj", "c_fc")
 
 
 def _is_adapter(path: Path) -> bool:

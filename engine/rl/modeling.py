@@ -11,6 +11,7 @@ from store import Store
 
 from ..agents.policies import tiny_model as tiny
 from ..errors import TrainingError
+from ..models.adapters import LORA_TARGETS
 from ..models.loading import from_pretrained, pick_device
 
 
@@ -27,8 +28,7 @@ def resolve_model(spec: str, store: Store) -> str:
     return spec
 
 
-def lora_targets(model: Any, wanted: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
-                                                           "up_proj", "down_proj", "c_attn", "c_proj", "c_fc")) -> list[str]:
+def lora_targets(model: Any, wanted: tuple[str, ...] = LORA_TARGETS) -> list[str]:
     names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
     found = [w for w in wanted if w in names]
     if not found:
