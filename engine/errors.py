@@ -31,6 +31,23 @@ class SandboxError(SandmleError):
     pass
 
 
+class IsolationMissing(SandboxError):
+    """The local sandbox can confine nothing here (no namespaces, no bubblewrap) and ``isolation = "none"`` was
+    not asked for by name: untrusted code is refused rather than run where it could read every file."""
+
+
+class UnsafeTree(ConfigError):
+    """A folder that comes in (or an environment that goes out) holds a symbolic link, a device file, a FIFO or a
+    socket: refused, naming the path, before anything is copied or stored."""
+
+
+class WorkspaceFault(SandboxError):
+    """A workspace file operation failed on what the runs in it made: a file the harness writes replaced by a
+    folder or a link out of the workspace, a folder made unwritable, a file removed. The agent's doing, never the
+    infrastructure's: an episode shows it as an observation, or ends as a failed episode (reward 0) that every rate
+    counts."""
+
+
 class InfrastructureError(SandmleError):
     """The work could not be done at all: an endpoint or a backend did not answer (unreachable, timed out, a
     server or auth error). Not a result: counted apart as an error, never as a rejected environment or a failed

@@ -1,5 +1,8 @@
 """The SQLite store: one file, WAL, foreign keys, numbered migrations, one transaction per unit of work.
 
+Every connection commits with ``synchronous=FULL``: a committed transaction survives a power cut, not only a
+killed process (docs/data.md, "Durability", says why and what it costs).
+
 Only this package writes SQL. The engine and the workbench use the repositories hanging off
 :class:`Store` (``store.seeds``, ``store.envs``, ``store.sandbox``, ``store.runs``, ``store.trajectories``).
 """
@@ -52,7 +55,7 @@ class Store:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
             if str(self.path) != ":memory:":
                 conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA synchronous = FULL")
             #: True when this open created the schema (a fresh store)
             self.created = self.schema_version() == 0
             self.migrate()  # before foreign keys: a migration may rebuild a table that others reference

@@ -55,9 +55,11 @@ class LeaderboardEntry(TypedDict):
     name: str
     score: float
     rng_seed: int | None
-    source: str  #: reference | variant | kaggle...
+    source: str  #: population | human | paper | import; reference | variant (the 9-entry board before populations)
     wall_s: float | None
     created_at: str
+    family: str | None  #: a population entry's family (tree ensemble, linear, ...)
+    params: str | None  #: a population entry's parameters and feature set (JSON)
 
 
 class Attempt(TypedDict):
@@ -114,7 +116,7 @@ class Environments(KeyedRepo[EnvironmentRow]):
         replace: bool = False,
     ) -> str:
         """Store an environment with its files (path, role, sha256, size) and leaderboard entries
-        (name, score, rng_seed, source, wall_s) in one transaction."""
+        (name, score, rng_seed, source, wall_s, family, params) in one transaction."""
         env_id = str(env["id"])
         row = self._encode(dict(env))
         row.setdefault("created_at", now())
@@ -207,6 +209,24 @@ class Environments(KeyedRepo[EnvironmentRow]):
         row = self._encode(fields)
         with self.store.transaction() as db:
             db.table("environments").update(env_id, row)
+
+    def replace_board(self, env_id: str, leaderboard: Iterable[Columns], *, files: Iterable[Columns] = (),
+                      **fields: object) -> None:
+        """Swap an environment's leaderboard for ``leaderboard`` and update ``fields`` (its thresholds and
+        verification report), with the hashes of any ``files`` rewritten beside it, in one transaction: a crash
+        leaves the old board or the new one, never a mix."""
+        self.get(env_id)
+        row = self._encode(fields)
+        stamp = now()
+        with self.store.transaction() as db:
+            db.conn.execute("DELETE FROM leaderboard WHERE env_id = ?", (env_id,))
+            lb_rows = [{"env_id": env_id, "created_at": stamp, **e} for e in leaderboard]
+            if lb_rows:
+                db.table("leaderboard").insert_all(lb_rows)
+            for f in files:
+                db.table("env_files").upsert({"env_id": env_id, **f}, pk=("env_id", "path"))
+            if row:
+                db.table("environments").update(env_id, row)
 
     def delete(self, env_id: str) -> EnvironmentRow:
         env = self.get(env_id)

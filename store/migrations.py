@@ -317,6 +317,18 @@ MIGRATIONS: list[tuple[int, str, list[str]]] = [
         "trajectories: their staleness when GRPO trained on them (updates between the sampling and trained weights)",
         ["ALTER TABLE trajectories ADD COLUMN staleness INTEGER"],
     ),
+    (
+        6,
+        "population boards: each leaderboard entry's family and parameters; an eval result's rank is named for its "
+        "board (HumanRank only on a real leaderboard) and records which board it was graded on",
+        [
+            "ALTER TABLE leaderboard ADD COLUMN family TEXT",   # tree ensemble, linear, ... (the Board tab groups)
+            "ALTER TABLE leaderboard ADD COLUMN params TEXT",   # JSON: the entry's hyperparameters and feature set
+            "ALTER TABLE eval_results RENAME COLUMN human_rank TO rank",
+            "ALTER TABLE eval_results ADD COLUMN board TEXT",   # human | population | paper | ladder (NULL: none)
+            "ALTER TABLE eval_results ADD COLUMN board_entries INTEGER",
+        ],
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

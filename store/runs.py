@@ -68,11 +68,13 @@ class EvalResult(TypedDict):
     silver: int
     bronze: int
     above_median: int
-    human_rank: float | None
+    rank: float | None  #: on the board (HumanRank on a real leaderboard, else among reference solutions)
     reward: float | None
     created_at: str
     error: str | None
     has_leaderboard: int
+    board: str | None  #: the board it was graded on: human | population | paper | ladder (None: none, or before)
+    board_entries: int | None
 
 
 #: lists of rows (aliases: inside the class, ``list`` names its ``list`` method)

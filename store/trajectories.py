@@ -46,7 +46,7 @@ class Trajectory:
     scaffold: str
     env_id: str | None = None
     turns: list[Turn] = field(default_factory=list)
-    status: str = "done"  #: done | error | timeout
+    status: str = "done"  #: done | timeout | failed (the agent broke its workspace: reward 0) | error (infrastructure)
     terminated: bool = False
     truncated: bool = False
     timed_out: bool = False  #: timed out → masked (not punished) by GRPO

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,8 +36,23 @@ from engine.agents.format import ToolCall
 from engine.sandbox import get_backend
 """
 
-# never let a test touch the user's real data dir or config
-os.environ.setdefault("SANDMLE_HOME", str(Path(os.environ.get("TMPDIR", "/tmp")) / "sandmle-pytest-default"))
+# never let a test touch the user's real data dir or config; the default one is this process's own (the workers of
+# `make test` run side by side, each with its own)
+if "SANDMLE_HOME" not in os.environ:
+    _DEFAULT_HOME = tempfile.mkdtemp(prefix="sandmle-pytest-default-")
+    os.environ["SANDMLE_HOME"] = _DEFAULT_HOME
+    atexit.register(shutil.rmtree, _DEFAULT_HOME, True)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with the most slow tests first, each module's tests in their own order: `make test`'s workers
+    (pytest-xdist, --dist loadfile --no-loadscope-reorder) take modules in this order, so the long ones start early
+    and the short ones fill in at the end."""
+    slow: dict[str, int] = {}
+    for item in items:
+        slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + \
+            (item.get_closest_marker("slow") is not None)
+    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
 
 
 @pytest.fixture

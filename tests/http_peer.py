@@ -1,5 +1,6 @@
 """The local stand-in LLM server for tests (the real Anthropic / OpenAI SDKs talk to it over HTTP on 127.0.0.1):
-:class:`JsonPeer` for hand-rolled answers, :class:`StandIn` for both wire formats (``engine/llm/standin.py``), and
+:class:`JsonPeer` for hand-rolled answers, :class:`CannedLLM` for both wire formats (``engine/bench/_canned_llm.py``,
+which ``sandmle bench synth`` uses too), and
 :class:`RolePeer`, which answers each synthesis role from a script of hand-written fixtures and keeps the requests
 each role received."""
 
@@ -9,12 +10,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from engine.llm.standin import JsonPeer, StandIn, StandInRequest
+from engine.bench._canned_llm import CannedLLM, CannedRequest, JsonPeer
 from engine.synthesis.roles import role_of
 
 GENERATORS = Path(__file__).resolve().parent / "data" / "generators"
 
-__all__ = ["GENERATORS", "JsonPeer", "RolePeer", "StandIn", "StandInRequest", "fixture"]
+__all__ = ["GENERATORS", "CannedLLM", "CannedRequest", "JsonPeer", "RolePeer", "fixture"]
 
 
 def fixture(name: str) -> str:
@@ -22,15 +23,15 @@ def fixture(name: str) -> str:
     return (GENERATORS / name).read_text(encoding="utf-8")
 
 
-class RolePeer(StandIn):
+class RolePeer(CannedLLM):
     """Each role's answers in order (the last one repeats); an answer is a text or a function of the request."""
 
-    def __init__(self, script: dict[str, list[str | Callable[[StandInRequest], str]]], *, fail_first: int = 0):
+    def __init__(self, script: dict[str, list[str | Callable[[CannedRequest], str]]], *, fail_first: int = 0):
         super().__init__(self._route, fail_first=fail_first)
         self.script = script
-        self.by_role: dict[str, list[StandInRequest]] = defaultdict(list)
+        self.by_role: dict[str, list[CannedRequest]] = defaultdict(list)
 
-    def _route(self, request: StandInRequest) -> str:
+    def _route(self, request: CannedRequest) -> str:
         role = role_of(request.system)
         with self.lock:
             self.by_role[role].append(request)

@@ -9,8 +9,8 @@ ENV_DIR = Path(__file__).resolve().parent / "data" / "envs" / "tiny-tabular"
 
 
 def build_tiny(out_dir: Path, *, vocab_size: int = 1024, hidden: int = 64, layers: int = 2) -> Path:
-    from engine.agents.policies.tiny_model import default_corpus
-    from engine.models.scratch import build_tiny_model
+    from engine.agents.tiny import default_corpus
+    from engine.agents.tiny import build_tiny_model
 
     return Path(build_tiny_model(out_dir, corpus=default_corpus(), hidden=hidden, layers=layers, vocab_size=vocab_size))
 

@@ -283,7 +283,7 @@ def test_the_explore_summary_lists_at_most_8_columns_to_predict(tmp_path, monkey
 
     import pandas as pd
 
-    from engine.agents.policies.templates import EXPLORE
+    from engine.agents.templates import EXPLORE
 
     classes = [f"Species_{i}" for i in range(22)]
     pd.DataFrame({"id": [1, 2], "x": [0.1, 0.2], "species": ["Species_0", "Species_1"]}).to_csv(

@@ -105,12 +105,19 @@ def test_score_tool_works_with_private_removed_and_rejects_test_ids(tmp_path):
 
 
 def test_policy_code_cannot_reach_the_answers_from_the_workspace(tmp_path):
+    """Where the machine can confine runs, policy code cannot read the answers; where it cannot, no episode runs at
+    all: the backend refuses (tests/test_isolation.py makes such a machine and checks every command refuses)."""
+    from engine.errors import IsolationMissing
     from engine.sandbox import get_backend
+    from engine.sandbox.features import bwrap_works, detect
 
     env = EnvSpec.from_dir(TINY)
+    if not (detect().namespaces or bwrap_works()):
+        with pytest.raises(IsolationMissing, match="no sandbox isolation here"):
+            get_backend("local", root=tmp_path)
+        return
     backend = get_backend("local", root=tmp_path)
-    if not getattr(backend, "isolated", False):
-        pytest.skip("this machine cannot confine runs (no namespaces)")
+    assert backend.isolation_note in ("jail", "bwrap")
     e = MLEEnv(env.id, env.public, env.grade, backend)
     e.reset()
     code = f"print(open({str(env.answers.resolve())!r}).read()[:50])"

@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Input, Static, TabbedContent
 from test_app import goto, wait_for
 from store.trajectories import Trajectory
 from workbench.app import Workbench
-from workbench.demo import populate
+from demo_store import populate
 
 
 @pytest.fixture
@@ -58,7 +58,9 @@ async def test_environments_filter_detail_preview_and_export(demo):
         assert "label distribution of label" in static_text(detail.query_one("#preview-labels"))
         assert detail.query_one("#preview-test").n_rows == 20
         board = detail.query_one("#env-board", DataTable)
-        assert board.row_count == 3
+        entries = store.envs.leaderboard(ids["envs"][0])
+        families = {e.get("family") or e.get("source") or "entries" for e in entries}
+        assert board.row_count == len(entries) + len(families)  # a line per family, then its entries
         assert "gold 0.9" in static_text(detail.query_one("#env-thresholds"))
         assert "ordering" in static_text(detail.query_one("#env-verification"))
         await pilot.press("x")  # an MLE-bench-style competition folder under <data dir>/exports
@@ -76,7 +78,7 @@ async def test_environments_filter_detail_preview_and_export(demo):
 
 async def test_environments_page_through_many(seeded_store):
     store = seeded_store
-    from workbench.demo import add_envs
+    from demo_store import add_envs
 
     add_envs(store, 1)
     rows = [{"id": f"env-bulk-{i:05d}", "title": f"bulk {i}", "status": "verified", "modality": "tabular",
@@ -208,13 +210,13 @@ async def test_eval_screen_shows_each_run_and_its_table_takes_focus(demo):
     async with app.run_test(size=(80, 24)) as pilot:
         await goto(pilot, "5")
         runs = app.screen.query_one("#eval-runs", DataTable)
-        # name, policy, adapter (named by the run that trained it), scaffold, episodes, medal, valid, HumanRank
+        # name, policy, adapter (named by the run that trained it), scaffold, episodes, medal, valid, rank
         assert [str(c) for c in runs.get_row_at(0)] == ["SFT+GRPO heldout", "hf:tiny", "grpo-demo", "react", "6",
                                                         "50%", "100%", "0.65"]
         assert str(runs.get_row_at(1)[0]) == "SFT heldout" and str(runs.get_row_at(1)[5]) == "17%"
         summary = static_text(app.screen.query_one("#eval-summary"))
         # overall: per seed, the mean over environments; then mean ± SEM over seeds (as `sandmle eval`)
-        assert "6 episodes" in summary and "medal 50% ± 0%" in summary and "HumanRank 0.650 ± 0.058" in summary
+        assert "6 episodes" in summary and "medal 50% ± 0%" in summary and "rank 0.650 ± 0.058" in summary
         results = app.screen.query_one("#eval-results", DataTable)
         assert results.row_count == 2 and str(results.get_row_at(0)[3]) == "33%±33%"
         assert runs.region.right <= 80 and results.region.bottom <= 23  # on screen at 80x24
@@ -344,7 +346,7 @@ async def test_every_run_shows_wall_time_and_what_an_api_cost(demo):
                                           policy="anthropic:claude-haiku-4-5", scaffold="react", reward=0.2,
                                           state={"usage": {"input_tokens": 1_000_000, "output_tokens": 200_000}}))
     store.runs.add_eval_results(run, [{"env_id": "env-tab-000", "policy": "anthropic:claude-haiku-4-5", "scaffold": "react",
-                                       "rng_seed": 0, "valid": True, "human_rank": 0.5, "reward": 0.2}])
+                                       "rng_seed": 0, "valid": True, "rank": 0.5, "reward": 0.2}])
     store.runs.finish(run, "done")
     store.runs.update(run, ended_at="2026-11-30T05:03:30.000+00:00")
     assert run_cost(store, store.runs.get(run)) == pytest.approx(4.0)
@@ -428,6 +430,33 @@ async def test_eval_compare_two_runs_per_environment(demo):
         assert screen.versus is None and [c.label.plain for c in results.columns.values()][2] == "valid"
 
 
+async def test_eval_compare_sets_the_best_constant_beside_it_once_cached(demo):
+    """Not cached: the command that computes it; cached (as `sandmle eval constants` leaves it): the best constant
+    strategy and the per-task oracle on the compared environments, in 80 columns."""
+    from engine.envs.layout import EnvSpec
+    from engine.eval.constants import cache_dir, options, write_results
+
+    store, ids = demo
+    app = Workbench(store=store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await goto(pilot, "5")
+        screen = app.screen
+        summary = screen.query_one("#eval-summary")
+        await pilot.press("c", "down", "c")  # A = SFT+GRPO (eval-demo), B = SFT (eval-sft)
+        await wait_for(pilot, lambda: "not computed" in static_text(summary))
+        assert "best constant: not computed · sandmle eval constants --run eval-sft" in static_text(summary)
+        assert "overall -33pp" in static_text(summary)  # the comparison is there meanwhile
+        # env-tab-000 rewards only the linear options, env-tab-001 only the boosted ones
+        for env_id, medal in (("env-tab-000", "linear/"), ("env-tab-001", "boosted/")):
+            write_results(EnvSpec.from_store(store, env_id), cache_dir(store.data_dir),
+                          {c.key: {"score": 0.9, "valid": True, "medal": c.key.startswith(medal)} for c in options()})
+        await pilot.press("m")  # the comparison again (another rate): the cache is read again
+        await wait_for(pilot, lambda: "per-task oracle" in static_text(summary))
+        text = static_text(summary)
+        assert "best constant linear/words/rich/chars: medal 50% · per-task oracle 100%" in text
+        assert "overall" in text and max(len(line.rstrip()) for line in text.splitlines()) <= 80
+
+
 async def test_rollouts_of_a_long_run_are_paged(demo):
     store, ids = demo
     for k in range(150):
@@ -455,11 +484,11 @@ async def test_eval_without_a_leaderboard_is_na_and_failed_episodes_are_apart(de
                     "id_column": "id", "target_columns": ["y"]})
     run = store.runs.create("eval", {"policy": "hf:tiny", "scaffold": "react"}, run_id="eval-mixed", name="mixed")
     base = {"policy": "hf:tiny", "scaffold": "react", "valid": True, "reward": 0.5, "has_leaderboard": True,
-            "gold": False, "human_rank": None, "score": None, "error": None}
+            "gold": False, "rank": None, "score": None, "error": None}
     store.runs.add_eval_results(run, [
-        {**base, "env_id": "env-tab-000", "rng_seed": 0, "gold": True, "human_rank": 0.9, "score": 0.9},
-        {**base, "env_id": "env-tab-000", "rng_seed": 1, "human_rank": 0.5, "score": 0.7},
-        # a competition without a leaderboard: medals and HumanRank are n/a there, not 0
+        {**base, "env_id": "env-tab-000", "rng_seed": 0, "gold": True, "rank": 0.9, "score": 0.9},
+        {**base, "env_id": "env-tab-000", "rng_seed": 1, "rank": 0.5, "score": 0.7},
+        # a competition without a leaderboard: medals and the rank are n/a there, not 0
         {**base, "env_id": "mlebench-no-board", "rng_seed": 0, "has_leaderboard": False, "score": 0.3},
         {**base, "env_id": "mlebench-no-board", "rng_seed": 1, "has_leaderboard": False, "score": 0.4},
         # an episode that could not run (an unreachable endpoint) is no result
@@ -472,10 +501,10 @@ async def test_eval_without_a_leaderboard_is_na_and_failed_episodes_are_apart(de
         runs = app.screen.query_one("#eval-runs", DataTable)
         runs.move_cursor(row=runs.get_row_index("eval-mixed"))
         await pilot.pause()
-        # seed 0: medal 1 (env-tab-000 only), seed 1: 0 → 50%; HumanRank (0.9, 0.5) → 0.70
+        # seed 0: medal 1 (env-tab-000 only), seed 1: 0 → 50%; rank (0.9, 0.5) → 0.70
         assert [str(c) for c in runs.get_row_at(runs.cursor_row)][4:] == ["4", "50%", "100%", "0.70"]
         summary = static_text(app.screen.query_one("#eval-summary"))
-        assert "4 episodes" in summary and "medal 50% ± 50%" in summary and "HumanRank 0.700 ± 0.200" in summary
+        assert "4 episodes" in summary and "medal 50% ± 50%" in summary and "rank 0.700 ± 0.200" in summary
         assert "leave out 2 episode(s) without a leaderboard" in summary
         assert "1 episode(s) could not run" in summary
         results = app.screen.query_one("#eval-results", DataTable)

@@ -9,7 +9,7 @@ from textual.widgets import Input, TabbedContent
 
 from test_app import wait_for
 from workbench.app import Workbench
-from workbench.demo import populate
+from demo_store import populate
 
 
 async def test_edit_generator_reverifies_the_edited_program_as_a_new_environment(store, tmp_path, monkeypatch):

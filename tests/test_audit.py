@@ -16,8 +16,8 @@ from engine.envs.layout import GradeSpec
 from engine.grading.audit import audit, declared_files
 
 AUC = GradeSpec("roc_auc", False, "part_id", ["failed"], ["failed"], classes=[0, 1], task_type="binary")
-#: what a verified environment of this kind reaches (its ladder's gold threshold and strong reference)
-GOLD, STRONG = 0.80, 0.78
+#: what a verified environment of this kind reaches (its board's bronze threshold and the strong reference)
+BRONZE, STRONG = 0.80, 0.78
 
 
 def binary_env(root: Path, n_train: int = 160, n_test: int = 240, seed: int = 0) -> tuple[Path, pd.DataFrame]:
@@ -43,8 +43,8 @@ def binary_env(root: Path, n_train: int = 160, n_test: int = 240, seed: int = 0)
     return env, answers
 
 
-def run(env: Path, spec: GradeSpec = AUC, gold: float | None = GOLD, strong: float | None = STRONG):
-    return audit(env, spec, gold=gold, strong=strong)
+def run(env: Path, spec: GradeSpec = AUC, medal: float | None = BRONZE, strong: float | None = STRONG):
+    return audit(env, spec, medal=medal, strong=strong)
 
 
 def leaks(report) -> list[tuple[str, str]]:
@@ -67,9 +67,9 @@ def test_answers_in_an_extra_csv_under_another_name(tmp_path):
     report = run(env)
     assert leaks(report) == [("public/customer_reference.csv", "ref_flag")]
     leak = report.leaks[0]
-    assert leak.score == 1.0 and "gold 0.8" in leak.bar and "strong reference 0.78" in leak.bar
+    assert leak.score == 1.0 and "bronze 0.8" in leak.bar and "strong reference 0.78" in leak.bar
     assert report.reason().startswith("public/customer_reference.csv column 'ref_flag' (its values) scores 1 on the "
-                                      "hidden answers (gold 0.8, strong reference 0.78)")
+                                      "hidden answers (bronze 0.8, strong reference 0.78)")
     undeclared = [f for f in report.findings if f.kind == "undeclared"]
     assert [f.file for f in undeclared] == ["public/customer_reference.csv"]
     assert "declares description.md, train.csv, test.csv, sample_submission.csv" in undeclared[0].line()
@@ -213,9 +213,9 @@ def test_several_prediction_columns_read_off_one_file_each(tmp_path):
     answers.assign(a=0.5, b=0.5, c=0.5).to_csv(env / "public" / "sample_submission.csv", index=False)
     (env / "public" / "description.md").write_text("# Three labels\n")
     spec = GradeSpec("mean_columnwise_roc_auc", False, "id", labels, labels, task_type="multilabel")
-    assert run(env, spec, gold=0.9, strong=0.88).ok
+    assert run(env, spec, medal=0.9, strong=0.88).ok
     answers.rename(columns={"a": "alpha", "b": "beta", "c": "gamma"}).to_csv(env / "public" / "flags.csv", index=False)
-    report = run(env, spec, gold=0.9, strong=0.88)
+    report = run(env, spec, medal=0.9, strong=0.88)
     combined = [f for f in report.leaks if f.file == "public/flags.csv"]
     assert combined and combined[0].column == "alpha, beta, gamma" and combined[0].score == 1.0
     assert combined[0].how == "one column per prediction column (3 of 3)"
@@ -232,14 +232,14 @@ def test_multiclass_log_loss_and_regression(tmp_path):
     answers = pd.read_csv(env.answers)
     cultivar = np.asarray(env.grade.prediction_columns)[answers[env.grade.prediction_columns].to_numpy().argmax(1)]
     pd.DataFrame({"wine": answers["id"], "kind": cultivar}).to_csv(env.public / "cellar.csv", index=False)
-    report = audit(env.dir, env.grade, gold=0.3)
+    report = audit(env.dir, env.grade, medal=0.3)
     assert ("public/cellar.csv", "kind") in leaks(report) and report.leaks[0].how.startswith("its values as labels")
 
     diab = env_from_mlebench(diabetes(root), tmp_path / "cache")
     ans = pd.read_csv(diab.answers)
     target = diab.grade.prediction_columns[0]
     pd.DataFrame({"id": ans["id"], "z": 3 - 0.01 * ans[target]}).to_csv(diab.public / "scores.csv", index=False)
-    report = audit(diab.dir, diab.grade, gold=45.0)
+    report = audit(diab.dir, diab.grade, medal=45.0)
     assert ("public/scores.csv", "z") in leaks(report)
     assert report.leaks[0].how == "its ranks mapped onto the training targets, reversed"
 
@@ -249,22 +249,22 @@ def test_a_weak_hint_below_the_bar_is_not_a_finding(tmp_path):
     rng = np.random.default_rng(4)
     weak = np.where(rng.random(len(answers)) < 0.65, answers["failed"], 1 - answers["failed"])
     pd.DataFrame({"part_id": answers["part_id"], "hint": weak}).to_csv(env / "public" / "hints.csv", index=False)
-    report = audit(env, AUC, gold=GOLD, strong=STRONG, declared=[*declared_files(env, AUC), "hints.csv"])
+    report = audit(env, AUC, medal=BRONZE, strong=STRONG, declared=[*declared_files(env, AUC), "hints.csv"])
     assert report.ok and report.best[0]["where"] in ("public/hints.csv column 'hint'", "public/test.csv column 'r_00'")
 
 
 def test_without_a_bar_the_audit_asks_for_most_of_the_way_to_perfect(tmp_path):
     env, answers = binary_env(tmp_path)
     pd.DataFrame({"part_id": answers["part_id"], "f": answers["failed"]}).to_csv(env / "public" / "f.csv", index=False)
-    report = run(env, gold=None, strong=None)
+    report = run(env, medal=None, strong=None)
     assert leaks(report) == [("public/f.csv", "f")] and "80% of the way from the constant 0.5 to 1.0" in report.leaks[0].bar
 
 
 def test_only_audits_the_files_it_is_given(tmp_path):
     env, answers = binary_env(tmp_path)
     pd.DataFrame({"part_id": answers["part_id"], "f": answers["failed"]}).to_csv(env / "public" / "f.csv", index=False)
-    assert audit(env, AUC, gold=GOLD, strong=STRONG, only={"public/description.md"}).ok
-    assert not audit(env, AUC, gold=GOLD, strong=STRONG, only={"public/f.csv"}).ok
+    assert audit(env, AUC, medal=BRONZE, strong=STRONG, only={"public/description.md"}).ok
+    assert not audit(env, AUC, medal=BRONZE, strong=STRONG, only={"public/f.csv"}).ok
 
 
 def test_the_shipped_test_environment_passes(tmp_path):
@@ -280,3 +280,28 @@ def test_an_audit_that_cannot_run_fails_closed(tmp_path):
     report = run(env)
     assert not report.ok and report.findings[0].kind == "error"
     assert report.reason() == "the audit could not run (KeyError: 'failed'): not verified"
+
+
+def test_files_over_the_size_cap_fail_closed_and_big_tables_are_read_in_chunks(tmp_path, monkeypatch):
+    """A file too big to read is a finding ("not audited"), never a silent pass; a table that big is read in chunks,
+    so answers in it are still found (here the cap is 2 KB and a chunk 50 rows, so every table is "big")."""
+    from engine.grading.audit import sources
+
+    monkeypatch.setattr(sources, "MAX_BYTES", 2048)
+    monkeypatch.setattr(sources, "CHUNK_ROWS", 50)
+    env, answers = binary_env(tmp_path)
+    assert (env / "public" / "train.csv").stat().st_size > 2048
+    assert run(env).ok, [f.line() for f in run(env).findings]  # clean: every table was read, in chunks
+    declared = [*declared_files(env, AUC), "crm.json", "lookup.csv"]
+    crm = {"accounts": {i: {"status": int(v)} for i, v in zip(answers["part_id"], answers["failed"])}}
+    (env / "public" / "crm.json").write_text(json.dumps(crm))
+    report = audit(env, AUC, medal=BRONZE, strong=STRONG, declared=declared)
+    assert [(f.kind, f.file) for f in report.findings] == [("unaudited", "public/crm.json")]
+    assert report.reason() == ("public/crm.json not audited (larger than 2 KB and not a table, which is read in "
+                               "chunks): not verified")
+    (env / "public" / "crm.json").unlink()
+    pd.DataFrame({"customer": answers["part_id"], "ref_flag": answers["failed"]}).sample(frac=1, random_state=0) \
+        .to_csv(env / "public" / "lookup.csv", index=False)
+    assert (env / "public" / "lookup.csv").stat().st_size > 2048
+    report = audit(env, AUC, medal=BRONZE, strong=STRONG, declared=declared)
+    assert leaks(report) == [("public/lookup.csv", "ref_flag")] and report.leaks[0].score == 1.0

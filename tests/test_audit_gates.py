@@ -1,7 +1,7 @@
 """The exploit audit at every door: `sandmle envs add` (the issue's reproduction on tabular-binary-manufacturing),
 synthesis by an LLM engineer (the refusal goes back to it), a folder given to grade/eval, `seeds import` of a
-competition folder; `sandmle envs audit` on stored environments; and no false alarm on the shipped seeds'
-procedural environments."""
+competition folder; `sandmle envs audit` on stored environments. (No false alarm on the shipped seeds' procedural
+environments, at the bronze threshold: tests/test_boards.py.)"""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_envs_add_refuses_each_way_of_leaking_the_answers_with_the_file_and_colu
     assert good.code == 0, good.out + good.err
     verified = store.envs.get(good.json()["env_id"])
     report = verified["verification"]["report"]["audit"]
-    assert report["findings"] == [] and report["attempts"] >= 8 and report["bar"]["gold"] > 0.5
+    assert report["findings"] == [] and report["attempts"] >= 8 and report["bar"]["medal"] > 0.5
     shown = run_cli("envs", "show", verified["id"]).out
     assert "  exploit audit: nothing found in " in shown and "of the way to the bar" in shown
     cases = {  # LEAK → what the reason must name
@@ -107,7 +107,7 @@ def test_envs_audit_lists_findings_exits_1_and_rejects(run_cli, store, tmp_path)
     assert res.code == 1
     lines = res.out.strip().splitlines()
     assert lines[0].startswith("parts-1: public/lookup.csv column 'ref' (its values) scores 1 on the hidden answers "
-                               "(gold 0.8, strong reference 0.78)")
+                               "(bronze 0.75, strong reference 0.78)")
     assert lines[1].startswith("parts-1: undeclared public file public/lookup.csv")
     assert lines[-1] == "audited 1 environment: 1 with findings (2 in all)"
     data = run_cli("envs", "audit", "--json")
@@ -150,24 +150,6 @@ def test_seeds_import_of_a_leaky_competition_folder_stores_nothing(run_cli, tmp_
     assert eval_res.code != 0 and "refused by the exploit audit" in eval_res.err
 
 
-@pytest.mark.slow
-def test_no_false_alarm_on_two_procedural_environments_of_every_shipped_seed(run_cli, seeded_store):
-    seeds = [s["id"] for s in seeded_store.seeds.list()]
-    assert len(seeds) == 12
-    for seed_id in seeds:
-        res = run_cli("synth", "--seed", seed_id, "--count", "2", "--rng-seed", "7", "--json")
-        assert res.code == 0, res.err
-        outcomes = res.json()["environments"]
-        assert [o["status"] for o in outcomes] == ["verified", "verified"], [o["reason"] for o in outcomes]
-    envs = seeded_store.envs.list(status="verified")
-    assert len(envs) == 24
-    for env in envs:
-        audit = env["verification"]["report"]["audit"]
-        assert audit["findings"] == [] and audit["attempts"] > 0 and audit["candidates"] > 0, env["id"]
-    res = run_cli("envs", "audit")
-    assert res.code == 0 and res.out.strip() == "audited 24 environments: 0 with findings (0 in all)"
-
-
 def test_envs_audit_reruns_the_verifiers_leakage_probes_too(run_cli, store, tmp_path):
     env, _ = binary_env(tmp_path)
     train = pd.read_csv(env / "public" / "train.csv")
@@ -182,3 +164,26 @@ def test_envs_audit_reruns_the_verifiers_leakage_probes_too(run_cli, store, tmp_
     res = run_cli("envs", "audit", "parts-2")
     assert res.code == 1 and "parts-2: verifier probe: the id predicts the label (|Spearman| 0.8" in res.out
     assert res.out.strip().endswith("audited 1 environment: 1 with findings (1 in all)")
+
+
+def test_envs_audit_exits_1_on_a_file_too_big_to_audit(run_cli, store, tmp_path, monkeypatch):
+    from engine.grading.audit import sources
+
+    env, answers = binary_env(tmp_path)
+    folder = store.data_dir / "envs" / "parts-1"
+    shutil.copytree(env, folder)
+    (folder / "private" / "grade.json").write_text(json.dumps({**json.loads((folder / "private" / "grade.json")
+                                                    .read_text()), "public_files": ["*.csv", "*.md", "notes.txt"]}))
+    (folder / "public" / "notes.txt").write_text("shift notes\n" * 400)
+    row = {"seed_id": None, "title": "Parts", "status": "verified", "split": "train", "modality": "tabular",
+           "task_type": "binary", "metric": "roc_auc", "lower_is_better": 0, "id_column": "part_id",
+           "target_columns": ["failed"], "thresholds": {"gold": 0.8, "silver": 0.78, "bronze": 0.75, "median": 0.7},
+           "verification": {"report": {"means": {"strong": 0.78, "trivial": 0.5}}}}
+    store.envs.add({**row, "id": "parts-1", "dir": str(folder)})
+    assert run_cli("envs", "audit", "parts-1").code == 0
+    monkeypatch.setattr(sources, "MAX_BYTES", 2048)
+    res = run_cli("envs", "audit", "parts-1")
+    assert res.code == 1, res.out
+    assert res.out.strip().splitlines() == [
+        "parts-1: public/notes.txt not audited (larger than 2 KB and not a table, which is read in chunks): not verified",
+        "audited 1 environment: 1 with findings (1 in all)"]

@@ -15,10 +15,10 @@ def test_macro_tokens_make_teacher_turns_short_and_exact(store, tmp_path):
 
     from engine.agents.policies import load_policy
     from engine.agents.rollout import run_episode
-    from engine.agents.policies.tiny_model import macro_tokens
+    from engine.agents.tiny import macro_tokens
     from engine.envs.layout import EnvSpec
-    from engine.agents.policies.tiny_model import default_corpus
-    from engine.models.scratch import build_tiny_model
+    from engine.agents.tiny import default_corpus
+    from engine.agents.tiny import build_tiny_model
     from engine.rl.render import render_turns
 
     register_tiny_env(store)
@@ -56,7 +56,7 @@ def test_a_quick_run_reports_the_paired_difference_per_scaffold(store, tmp_path)
         assert scaffold["episodes_per_arm"] == 1
         assert scaffold["diff"] == pytest.approx(scaffold["grpo_medal"] - scaffold["sft_medal"])
         assert scaffold["ci95_low"] <= scaffold["diff"] <= scaffold["ci95_high"]
-        assert scaffold["human_rank_delta"] == pytest.approx(scaffold["grpo_human_rank"] - scaffold["sft_human_rank"])
+        assert scaffold["rank_delta"] == pytest.approx(scaffold["grpo_rank"] - scaffold["sft_rank"])
         assert set(s["sft_valid_by_seed"][name]) == {"leaf-species"}
     # the instruct stage: the uniform teacher in every scaffold on each training environment, merged into tiny
     assert s["instruct_demos"] == len(SCAFFOLDS) * len(QUICK.train_seeds)
@@ -64,8 +64,43 @@ def test_a_quick_run_reports_the_paired_difference_per_scaffold(store, tmp_path)
     assert s["instruct_examples"] >= s["instruct_demos"]  # aide episodes give one example per step
     assert s["demos"] == 2 * len(QUICK.train_seeds)  # two teachers, one environment per seed, react only
     assert 0 < s["sft_examples"] <= s["demos"]  # the mixed teacher's react episodes only
-    assert [(r["policy"], r["scaffold"]) for r in result.rows] == [
-        ("SFT", "react"), ("SFT+GRPO", "react"), ("SFT", "aide (unseen)"), ("SFT+GRPO", "aide (unseen)"),
-        ("SFT", "oneshot (unseen)"), ("SFT+GRPO", "oneshot (unseen)")]
+    arms = [("SFT", "react"), ("SFT+GRPO", "react"), ("SFT", "aide (unseen)"), ("SFT+GRPO", "aide (unseen)"),
+            ("SFT", "oneshot (unseen)"), ("SFT+GRPO", "oneshot (unseen)")]
+    assert [(r["group"], r["policy"], r["scaffold"]) for r in result.rows if r["scaffold"] != "any"] == [
+        (g, *a) for g in ("unseen_synthetic", "real") for a in arms]
+    # both groups: the cluster bootstrap, the best of the 32 constant options beside both arms, the per-task oracle
+    groups = s["groups"]
+    assert set(groups) == {"unseen_synthetic", "real"}
+    assert (groups["unseen_synthetic"]["cluster"], groups["real"]["cluster"]) == ("seed", "dataset")
+    assert s["real_envs"] == ["mlebench-real-mass-pima-te", "mlebench-real-sklearn-iris"]
+    for name, g in groups.items():
+        assert g["bootstrap"] == "cluster" and g["tasks"] == (2 if name == "real" else 1)
+        assert 0 <= g["best_constant_medal"] <= g["oracle_medal"] <= 1
+        for scaffold in SCAFFOLDS:
+            row = g[scaffold]
+            assert row["trained_in"] == (scaffold == TRAINED_IN) and row["tasks"] == g["tasks"]
+            assert row["clusters"] == g["clusters"] and row["best_constant_strategy"] == g["best_constant_strategy"]
+            assert row["ci95_low"] <= row["diff"] <= row["ci95_high"]
+            assert row["diff"] == pytest.approx(row["grpo_medal"] - row["sft_medal"])
+            assert {"sft_medal", "grpo_medal", "best_constant_medal"} <= set(row)
+    # the constants are cached with the suite: a second look reads them back
+    from engine.eval.constants import CONSTANTS_CACHE
+
+    assert len(list((store.data_dir / "envs-imported" / CONSTANTS_CACHE).glob("*.json"))) == 2
     assert (tmp_path / "out" / s["plot"]).is_file()
     assert store.runs.list(kind="bench")[0]["status"] == "done"
+
+
+def test_the_best_constant_and_the_per_task_oracle():
+    """Task t1 rewards only the linear options, t2 only the boosted ones, t3 none: every constant earns at most
+    1 of 3, the oracle (the best option of each task) 2 of 3."""
+    from engine.eval.constants import best_constant, options
+
+    keys = [c.key for c in options()]
+    assert len(keys) == 32 == len(set(keys))
+    constants = {t: {k: {"medal": k.startswith(m), "valid": True, "score": 0.0} for k in keys}
+                 for t, m in (("t1", "linear/"), ("t2", "boosted/"), ("t3", "none"))}
+    best = best_constant(constants)
+    assert best["best_constant_medal"] == pytest.approx(1 / 3) and best["oracle_medal"] == pytest.approx(2 / 3)
+    assert best["best_constant_strategy"] == next(k for k in keys if k.startswith("linear/"))  # first of the ties
+    assert best["best_constant_per_task"] == {"t1": True, "t2": False, "t3": False}

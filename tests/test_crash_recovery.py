@@ -79,7 +79,8 @@ def seeded_home(home):
 @pytest.mark.slow
 def test_two_synths_with_the_same_rng_seed_at_once(seeded_home):
     home = seeded_home
-    procs = [_sandmle(home, "synth", "--seed", SEED, "--count", "2", "--rng-seed", "5", "--workers", "1", "--json")
+    procs = [_sandmle(home, "synth", "--seed", SEED, "--count", "2", "--rng-seed", "5", "--workers", "1",
+                     "--backend", "procedural", "--json")
              for _ in range(2)]
     results = [(p.wait(timeout=900), *p.communicate()) for p in procs]
     made = []
@@ -100,7 +101,7 @@ def test_two_synths_with_the_same_rng_seed_at_once(seeded_home):
 @pytest.mark.slow
 def test_kill9_of_synth_then_doctor_deep_and_any_command_leave_a_clean_state(seeded_home):
     home = seeded_home
-    proc = _sandmle(home, "synth", "--seed", SEED, "--count", "3", "--workers", "1")
+    proc = _sandmle(home, "synth", "--seed", SEED, "--count", "3", "--workers", "1", "--backend", "procedural")
     builds = home / "envs"
 
     def mid_build() -> bool:
@@ -170,7 +171,8 @@ def test_doctor_deep_repair_says_what_it_fixed(seeded_home, tmp_path):
 
 @pytest.mark.slow
 def test_doctor_deep_follows_a_moved_data_dir_and_finds_a_changed_environment_file(seeded_home, tmp_path):
-    code, out, err = _run(seeded_home, "synth", "--seed", SEED, "--count", "1", "--rng-seed", "2", "--json")
+    code, out, err = _run(seeded_home, "synth", "--seed", SEED, "--count", "1", "--rng-seed", "2",
+                            "--backend", "procedural", "--json")
     assert code == 0, err
     env_id = json.loads(out)["environments"][0]["env_id"]
     home = tmp_path / "moved"

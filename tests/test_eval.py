@@ -30,7 +30,7 @@ def test_aggregate_rates_per_seed_and_per_env():
     def row(env, seed, medal=None, valid=True, hr=0.5, reward=0.3, score=0.7, above=False):
         return {"env_id": env, "rng_seed": seed, "valid": valid, "gold": medal == "gold",
                 "silver": medal == "silver", "bronze": medal == "bronze", "above_median": above,
-                "human_rank": hr if valid else None, "reward": reward, "score": score if valid else None}
+                "rank": hr if valid else None, "reward": reward, "score": score if valid else None}
 
     rows = [row("a", 0, "gold", above=True), row("b", 0), row("a", 1, "bronze", above=True),
             row("b", 1, valid=False)]
@@ -38,12 +38,12 @@ def test_aggregate_rates_per_seed_and_per_env():
     assert summary["any_medal"]["mean"] == 0.5 and summary["any_medal"]["sem"] == 0.0
     assert summary["gold"]["mean"] == 0.25 and summary["gold"]["sem"] == pytest.approx(0.25)
     assert summary["valid"]["mean"] == 0.75 and summary["valid"]["sem"] == pytest.approx(0.25)
-    assert summary["human_rank"]["mean"] == pytest.approx((0.5 + 0.25) / 2)  # invalid ranks 0
+    assert summary["rank"]["mean"] == pytest.approx((0.5 + 0.25) / 2)  # invalid ranks 0
     assert summary["above_median"]["mean"] == 0.5
     by_env = {r["env_id"]: r for r in table}
     # per competition: each of MLE-bench's fields as a rate over its episodes
     assert by_env["a"]["gold"] == 0.5 and by_env["a"]["bronze"] == 0.5 and by_env["a"]["any_medal"] == 1.0
-    assert by_env["b"]["valid"] == 0.5 and by_env["b"]["mean_score"] == 0.7 and by_env["b"]["human_rank"] == 0.25
+    assert by_env["b"]["valid"] == 0.5 and by_env["b"]["mean_score"] == 0.7 and by_env["b"]["rank"] == 0.25
     # per environment over its episodes, with the spread (the workbench's Eval table): the same means, and SEMs
     spread = spread_by_env(rows + [{**row("c", 0), "error": "sandbox down"}])  # an episode that could not run
     assert list(spread) == ["a", "b"] and spread["a"]["n"] == 2

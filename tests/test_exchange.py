@@ -169,6 +169,23 @@ def test_export_refuses_bad_input_with_one_line(xstore, cli, tmp_path):
     assert not (tmp_path / "y").exists() and not list(tmp_path.glob(".y-export-*"))
 
 
+def test_export_refuses_an_environment_that_holds_a_link(xstore, cli, tmp_path):
+    """A link planted in a stored environment's public/ (to its answers) never leaves with it: every format refuses,
+    naming the path, and writes nothing."""
+    env = _env(xstore, xstore.envs.list(status="verified")[0]["id"])
+    link = env.public / "peek.csv"
+    link.symlink_to("../private/answers.csv")
+    try:
+        for fmt in (None, "mlebench", "harbor", "sandmle"):
+            dest = tmp_path / f"out-{fmt}"
+            res = cli("envs", "export", env.id, str(dest), *(("--format", fmt) if fmt else ()))
+            assert res.code == 2 and res.err.startswith(f"error: {link}: a symbolic link (to ../private/answers.csv) "
+                                                        f"in environment {env.id}"), res.err
+            assert not dest.exists() and not list(tmp_path.glob(f".{dest.name}-export-*"))
+    finally:
+        link.unlink()
+
+
 def _grader_results(grader: Path, paths: dict[str, Path], answers: Path) -> dict[str, dict]:
     """Every submission through the exported grader's main(), in one interpreter started with -I (no sandmle on its
     path) from another folder; also reports whether any sandmle module was loaded."""
@@ -209,8 +226,8 @@ def test_exported_grader_scores_every_submission_as_sandmle_grade(xstore, cli, t
             ours, theirs = grade(env, path), results[name]
             assert theirs["valid_submission"] == ours.valid_submission, (row["id"], name, theirs["error"], ours.error)
             assert theirs["score"] == ours.score and theirs["error"] == ours.error, (row["id"], name)
-            assert (theirs["gold_medal"], theirs["bronze_medal"], theirs["human_rank"]) == \
-                (ours.gold_medal, ours.bronze_medal, ours.human_rank)
+            assert (theirs["gold_medal"], theirs["bronze_medal"], theirs["rank"]) == \
+                (ours.gold_medal, ours.bronze_medal, ours.rank)
             assert theirs["reward"] == compute_reward(ours, [], "milestone")[0]
             assert theirs["rc"] == (0 if ours.valid_submission else 1)
             checked += 1

@@ -26,7 +26,7 @@ def test_aggregate_leaves_episodes_that_could_not_run_out_of_the_rates():
 
     def row(seed, medal, error=None):
         return {"env_id": "a", "rng_seed": seed, "valid": not error, "gold": medal, "silver": False,
-                "bronze": False, "above_median": medal, "human_rank": 1.0 if medal else 0.5, "reward": 0.9,
+                "bronze": False, "above_median": medal, "rank": 1.0 if medal else 0.5, "reward": 0.9,
                 "score": 0.8, "has_leaderboard": True, "error": error}
 
     summary, table = aggregate([row(0, True), row(1, False, error="PolicyError: connection refused")])
@@ -71,11 +71,13 @@ def test_synth_against_an_unreachable_backend_stores_nothing_and_exits_1(seeded_
 
 @pytest.mark.slow
 def test_synth_exits_1_when_nothing_was_verified(seeded_store, run_cli, monkeypatch):
-    first = run_cli("synth", "--seed", "tabular-binary-manufacturing", "--count", "1", "--rng-seed", "3", "--json")
+    first = run_cli("synth", "--seed", "tabular-binary-manufacturing", "--count", "1", "--rng-seed", "3",
+                    "--backend", "procedural", "--json")
     assert first.code == 0 and first.json()["verified"] == 1
     # the same RNG seed proposes the same scenario again: a near-duplicate, and no retry is allowed
     monkeypatch.setenv("SANDMLE_SYNTHESIS__MAX_RETRIES", "0")
-    again = run_cli("synth", "--seed", "tabular-binary-manufacturing", "--count", "1", "--rng-seed", "3", "--json")
+    again = run_cli("synth", "--seed", "tabular-binary-manufacturing", "--count", "1", "--rng-seed", "3",
+                    "--backend", "procedural", "--json")
     assert again.code == 1 and "error: no environment was verified (1 rejected, 0 could not run)" in again.err
     [outcome] = again.json()["environments"]
     assert outcome["status"] == "rejected" and "near-duplicate" in outcome["reason"]

@@ -52,7 +52,7 @@ def test_synthesis_keeps_ten_classes_and_64_pixel_columns(run_cli, store, tmp_pa
     from engine.synthesis.fidelity import measure
 
     seed = _digits_seed(run_cli, tmp_path)
-    res = run_cli("synth", "--seed", "digits", "--count", "1", "--json")
+    res = run_cli("synth", "--seed", "digits", "--count", "1", "--backend", "procedural", "--json")
     assert res.code == 0, res.err
     env = res.json()["environments"][0]
     assert env["status"] == "verified", env["reason"]
@@ -70,7 +70,7 @@ def test_synthesis_keeps_the_id_only_in_the_sample_submission(run_cli, store, tm
     import pandas as pd
 
     _digits_seed(run_cli, tmp_path, comp_id="digit-recognizer", kaggle=True)
-    res = run_cli("synth", "--seed", "digit-recognizer", "--count", "1", "--json")
+    res = run_cli("synth", "--seed", "digit-recognizer", "--count", "1", "--backend", "procedural", "--json")
     env = res.json()["environments"][0]
     assert env["status"] == "verified", env["reason"]
     public = store.envs.get(env["env_id"])["dir"] + "/public"

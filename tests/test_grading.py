@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from engine.envs.layout import EnvSpec
-from engine.grading import GradeReport, compute_reward, grade, human_rank, medal_ranks, thresholds
+from engine.grading import GradeReport, board_rank, compute_reward, grade, medal_ranks, thresholds
 from engine.grading.rewards import Scheme, Term, valid_submission, well_formed_share
 from store.trajectories import Turn
 
@@ -58,16 +58,16 @@ def test_thresholds_reject_an_empty_board():
         thresholds([], lower_is_better=False)
 
 
-def test_human_rank_examples():
+def test_board_rank_examples():
     board = [0.9, 0.8, 0.8, 0.7]
-    assert human_rank(0.95, board, False) == 1.0   # nobody better: position 1
-    assert human_rank(0.8, board, False) == 0.75   # one entry strictly better; ties do not count
-    assert human_rank(0.75, board, False) == 0.25
-    assert human_rank(0.1, board, False) == 0.0
-    assert human_rank(2.5, [1.0, 2.0, 3.0, 4.0], True) == 0.5
-    assert human_rank(1.0, [1.0, 2.0, 3.0, 4.0], True) == 1.0
+    assert board_rank(0.95, board, False) == 1.0   # nobody better: position 1
+    assert board_rank(0.8, board, False) == 0.75   # one entry strictly better; ties do not count
+    assert board_rank(0.75, board, False) == 0.25
+    assert board_rank(0.1, board, False) == 0.0
+    assert board_rank(2.5, [1.0, 2.0, 3.0, 4.0], True) == 0.5
+    assert board_rank(1.0, [1.0, 2.0, 3.0, 4.0], True) == 1.0
     with pytest.raises(ValueError):
-        human_rank(1.0, [], True)
+        board_rank(1.0, [], True)
 
 
 # ------------------------------------------------------------------ grade reports
@@ -94,7 +94,7 @@ def test_perfect_submission_wins_gold_with_every_field(env, tmp_path):
     assert rep.valid_submission and rep.submission_exists and rep.error is None
     assert rep.score == 1.0
     assert rep.gold_medal and rep.any_medal and not rep.silver_medal and not rep.bronze_medal
-    assert rep.above_median and rep.human_rank == 1.0
+    assert rep.above_median and rep.rank == 1.0
     assert rep.gold_threshold == 0.875 and rep.silver_threshold == 0.85 and rep.bronze_threshold == 0.8
     assert rep.median_threshold == pytest.approx(0.765) and rep.is_lower_better is False
     d = rep.to_dict()
@@ -117,7 +117,7 @@ def test_a_poor_submission_is_valid_without_medal(env, tmp_path):
     expected = float((_answers()["label"] == "no").mean())
     assert rep.valid_submission and rep.score == pytest.approx(expected)
     assert not rep.any_medal and not rep.above_median
-    assert rep.human_rank == pytest.approx(1 - sum(s > expected for s in env.leaderboard) / len(env.leaderboard))
+    assert rep.rank == pytest.approx(1 - sum(s > expected for s in env.leaderboard) / len(env.leaderboard))
 
 
 def _bad_cases():
@@ -188,7 +188,7 @@ def test_numeric_grading_keeps_leading_zero_ids_and_lower_is_better(numeric_env,
     sub = pd.DataFrame({"id": [f"{i:03d}" for i in range(10)], "y": np.arange(10.0) + 0.4})
     rep = grade(numeric_env, _write(tmp_path, sub))
     assert rep.valid_submission and rep.score == pytest.approx(0.4)
-    assert rep.is_lower_better and rep.gold_medal and rep.human_rank == 1.0
+    assert rep.is_lower_better and rep.gold_medal and rep.rank == 1.0
     stripped = sub.assign(id=[str(i) for i in range(10)])  # '0' is not '000'
     bad = grade(numeric_env, _write(tmp_path, stripped, "b.csv"))
     assert not bad.valid_submission and "not in the test set" in bad.error
@@ -201,7 +201,7 @@ def test_grade_without_leaderboard_gives_no_medals(env, tmp_path):
     e = EnvSpec.from_dir(root)
     rep = grade(e, _write(tmp_path, _answers()))
     assert rep.valid_submission and rep.score == 1.0
-    assert not rep.any_medal and rep.gold_threshold is None and rep.human_rank is None
+    assert not rep.any_medal and rep.gold_threshold is None and rep.rank is None
 
 
 def test_mlebench_competition_folder_grades_the_same(tmp_path):
@@ -319,3 +319,97 @@ def test_map_at_3_and_unknown_metric():
     assert map_at_k(["a", "b", "c"], [["a"], ["x", "b"], ["x", "y", "z", "c"]], 3) == pytest.approx((1 + 0.5) / 3)
     with pytest.raises(KeyError, match="unknown metric"):
         get_metric("banana")
+
+
+#: a metric's answer to constant answers (one class, one value) predicted perfectly: None where it is defined (the
+#: metric's best), else what its refusal says
+UNDEFINED_ON_CONSTANT = {
+    "accuracy": None, "f1_macro": None, "f1_micro": None, "f1_weighted": None, "log_loss": None,
+    "multilabel_log_loss": None, "rmse": None, "rmsle": None, "mean_columnwise_rmsle": None, "mcrmse": None,
+    "mae": None, "map_at_3": None,
+    "roc_auc": "a single class", "mean_columnwise_roc_auc": "single class", "r2": "the answers are constant",
+    "qwk": "one and the same class",
+}
+
+
+def _spoiled(a, case, row):
+    """``a`` with one value missing (NaN, or None for labels) or infinite."""
+    out = a.copy() if a.dtype.kind == "f" else a.astype(object)
+    out[row, 0] = (np.nan if a.dtype.kind == "f" else None) if case == "NaN" else np.inf
+    return out
+
+
+def _degenerate(y, p):
+    """(case, y, p) of the degenerate inputs every metric meets: NaN and inf on either side, no rows."""
+    cases = [(f"{case} in the {side}", _spoiled(y, case, 5) if side == "answers" else y,
+              _spoiled(p, case, 3) if side == "predictions" else p)
+             for case in ("NaN", "inf") for side in ("answers", "predictions")]
+    return cases + [("no rows", y[:0], p[:0])]
+
+
+@pytest.mark.parametrize("name", sorted(__import__("engine.grading.metrics", fromlist=["METRICS"]).METRICS))
+def test_every_metric_refuses_degenerate_inputs(name):
+    """NaN, inf, no rows: refused (ValueError, which a grade turns into an invalid submission); constant answers:
+    the metric's best where it is defined, else refused saying why; the fast re-implementation does the same."""
+    from engine.grading.metrics import FAST_METRICS, METRICS, get_metric
+
+    assert set(UNDEFINED_ON_CONSTANT) == set(METRICS)  # a new metric says how it meets constant answers
+    m = get_metric(name)
+    fns = [m.fn] + ([FAST_METRICS[name]] if name in FAST_METRICS else [])
+    y, perfect, _ = _case(name)
+    for case, yy, pp in _degenerate(y, perfect):
+        for fn in fns:
+            with pytest.raises(ValueError):
+                fn(yy, pp)
+                pytest.fail(f"{name} scored {case}")
+    constant = np.repeat(y[:1], len(y), axis=0)
+    why = UNDEFINED_ON_CONSTANT[name]
+    for fn in fns:
+        if why is None:
+            assert fn(constant, constant.copy()) == pytest.approx(m.best, abs=1e-6), name
+        else:
+            with pytest.raises(ValueError, match=why):
+                fn(constant, constant.copy())
+
+
+def test_log_loss_refuses_one_column_and_answers_that_are_not_one_hot():
+    from engine.grading.metrics import get_metric
+
+    fn = get_metric("log_loss").fn
+    y = np.array([[1.0], [1.0], [0.0], [1.0]])
+    for guess in (np.full((4, 1), 0.01), np.full((4, 1), 0.99), 1 - y):  # renormalised: each "scored" 0.0
+        with pytest.raises(ValueError, match="at least two"):
+            fn(y, guess)
+    with pytest.raises(ValueError, match="not one-hot"):
+        fn(np.array([[1.0, 1.0], [0.0, 1.0]]), np.full((2, 2), 0.5))
+    assert fn(np.eye(2)[[0, 1, 1]], np.full((3, 2), 0.5)) == pytest.approx(np.log(2))
+
+
+def test_a_one_column_log_loss_environment_is_refused_with_the_reason(run_cli, tmp_path):
+    """An environment whose spec asks log loss over one column: `sandmle grade` refuses it (its audit cannot score
+    a constant submission, and says why), and a submission graded against it is invalid with the reason — never a
+    perfect 0.0."""
+    import json
+    import shutil
+
+    from conftest import DATA
+    from engine.envs.layout import GradeSpec
+    from engine.errors import InvalidSubmission
+    from engine.grading.score import score_submission
+
+    env = tmp_path / "one-col"
+    shutil.copytree(DATA / "envs" / "tiny-tabular", env)
+    answers = pd.read_csv(env / "private" / "answers.csv")
+    answers["label"] = (answers["label"] == "yes").astype(int)
+    answers.to_csv(env / "private" / "answers.csv", index=False)
+    spec = json.loads((env / "private" / "grade.json").read_text())
+    spec.update(metric="log_loss", lower_is_better=True, classes=None, task_type="binary")
+    (env / "private" / "grade.json").write_text(json.dumps(spec))
+    sub = answers.assign(label=0.5)
+    sub.to_csv(tmp_path / "sub.csv", index=False)
+    why = "log loss needs one probability column per class, at least two (1 given)"
+    res = run_cli("grade", str(env), str(tmp_path / "sub.csv"), "--json")
+    assert res.code == 1 and "broken grading spec" in res.err and why in res.err, (res.code, res.out, res.err)
+    for guess in (0.5, 0.01, 0.99):
+        with pytest.raises(InvalidSubmission, match=why.replace("(", r"\(").replace(")", r"\)")):
+            score_submission(GradeSpec.load(env / "private" / "grade.json"), answers, answers.assign(label=guess))

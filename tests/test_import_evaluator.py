@@ -124,18 +124,25 @@ def test_an_evaluator_of_a_metric_we_lack_becomes_the_grader_and_the_task_is_ver
     assert row["metric"] == "evaluator" and row["lower_is_better"] == 1 and row["status"] == "verified"
     report = row["verification"]["report"]
     assert report["bootstrap_metric"] == "rmse" and report["audit"]["findings"] == []
+    assert report["bootstrap_resamples"] == 1000 and report["gap_lower_q"] > 0
     assert all(v == "invalid" or v.startswith("score") for v in report["fuzz"].values())
     assert report["fuzz"]["missing_row"] == report["fuzz"]["wrong_dtype"] == "invalid"
-    # our leaderboard is the ladder's scores through the evaluator; the paper's thresholds are kept beside ours
+    # the ladder was graded by the evaluator; the board is our population (graded by it too), and the task keeps
+    # the thresholds its evaluator brings (board "paper"), ours kept beside them
     paper = row["verification"]["paper"]
     assert paper["thresholds"] == PAPER_THRESHOLDS == outcome.paper_thresholds
-    board = {(e["name"], e["rng_seed"]): e["score"] for e in estore.envs.leaderboard(outcome.env_id)}
+    ladder = {(r["name"], r["seed"]): r["score"] for r in report["ladder"]}
     for name in ("strong", "simple", "trivial"):
-        assert board[(f"reference-{name}", 0)] == pytest.approx(paper["probe_scores"][f"{name}-0"], rel=1e-12)
+        assert ladder[(name, 0)] == pytest.approx(paper["probe_scores"][f"{name}-0"], rel=1e-12)
+    board = estore.envs.leaderboard(outcome.env_id)
+    assert len(board) >= 40 and {e["source"] for e in board} == {"population"}
+    assert row["thresholds"]["board"] == "paper" and row["thresholds"]["population"] != PAPER_THRESHOLDS
+    assert {k: row["thresholds"][k] for k in PAPER_THRESHOLDS} == PAPER_THRESHOLDS
     answers = pd.read_csv(env_dir / "private" / "answers.csv", dtype={"id": str})
     sample = pd.read_csv(env_dir / "public" / "sample_submission.csv", dtype={"id": str})
     assert paper["probe_scores"]["sample"] == pytest.approx(weighted_error(answers, sample), rel=1e-12)
-    assert row["thresholds"]["gold"] <= row["thresholds"]["median"] and row["thresholds"] != PAPER_THRESHOLDS
+    ours = row["thresholds"]["population"]
+    assert ours["gold"] < ours["silver"] < ours["bronze"] <= ours["median"]  # lower is better: three tiers
 
 
 def test_sandmle_grade_prints_the_evaluators_score(imported, estore, capsys, tmp_path):

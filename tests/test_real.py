@@ -109,34 +109,40 @@ def test_binary_files_are_one_line_errors_everywhere(run_cli, tmp_path, junk):
 
 
 # ------------------------------------------------------------------ leaderboards and metrics
-def test_without_a_leaderboard_medals_and_humanrank_are_not_applicable(run_cli, tmp_path):
+def test_without_a_leaderboard_a_competition_is_graded_on_its_population_board(run_cli, tmp_path):
     folder = realdata.breast_cancer(tmp_path, leaderboard=False)
     answers = folder / "prepared" / "private" / "test.csv"
     res, report = grade_json(run_cli, folder, answers)
-    assert res.code == 0 and report["score"] == 1.0 and report["human_rank"] is None
-    assert report["gold_threshold"] is None and not report["any_medal"]
-    assert "no leaderboard: medals and HumanRank n/a" in run_cli("grade", str(folder), str(answers)).out
+    assert res.code == 0 and report["score"] == 1.0 and report["rank"] == 1.0
+    assert "building its population board" in res.err  # built once, in the sandbox ...
+    assert report["board"] == "population" and report["board_entries"] >= 40
+    assert report["gold_threshold"] is not None and report["gold_medal"]
+    out = run_cli("grade", str(folder), str(answers))
+    assert "building" not in out.err  # ... then read from the cache
+    assert f"rank among {report['board_entries']} reference solutions 1.000" in out.out
+    with_board = realdata.wine(tmp_path)  # a real leaderboard of people: kept, and its rank is HumanRank
+    res, report = grade_json(run_cli, with_board, with_board / "prepared" / "private" / "test.csv")
+    assert report["board"] == "human" and "HumanRank" in run_cli("grade", str(with_board),
+                                                                 str(with_board / "prepared" / "private" / "test.csv")).out
 
 
 @pytest.mark.slow
-def test_eval_leaves_competitions_without_a_leaderboard_out_of_medal_rates(run_cli, tmp_path):
+def test_eval_names_the_rank_for_each_competitions_board(run_cli, tmp_path):
     cancer = realdata.breast_cancer(tmp_path, leaderboard=False)
     wine = realdata.wine(tmp_path)
     res = run_cli("eval", "--envs", f"{cancer},{wine}", "--scaffold", "oneshot", "--rng-seeds", "2", "--json")
     assert res.code == 0, res.err
     rep = res.json()
     rows = {r["env_id"]: r for r in rep["per_env"]}
-    assert rows["mlebench-breast-cancer"]["human_rank"] is None and rows["mlebench-breast-cancer"]["gold"] is None
+    assert rows["mlebench-breast-cancer"]["board"] == "population" and rows["mlebench-breast-cancer"]["rank"] > 0
     assert rows["mlebench-breast-cancer"]["valid"] == 1.0 and rows["mlebench-breast-cancer"]["mean_score"] > 0.9
-    assert rows["mlebench-wine-cultivars"]["human_rank"] == 1.0  # the strong solution beats the whole board
-    # medals and HumanRank come from wine alone (not averaged with zeros); valid counts both
-    assert rep["summary"]["human_rank"] == {"mean": 1.0, "sem": 0.0}
-    assert rep["summary"]["any_medal"]["mean"] == 1.0 and rep["summary"]["valid"]["mean"] == 1.0
-    assert rep["left_out"] == {"episodes": 2, "envs": ["mlebench-breast-cancer"]}
-    text = run_cli("eval", "--envs", str(cancer), "--scaffold", "oneshot")
-    assert "n/a on 1 competition(s) without a leaderboard (breast-cancer): 1 episode(s) left out" in text.out
+    assert rows["mlebench-wine-cultivars"]["board"] == "human"
+    assert rows["mlebench-wine-cultivars"]["rank"] == 1.0  # the strong solution beats the whole board
+    assert rep["rank_label"] == "rank (HumanRank on real leaderboards)" and rep["left_out"]["episodes"] == 0
+    text = run_cli("eval", "--envs", str(cancer), "--scaffold", "oneshot").out
+    assert "rank: rank among" in text and "reference solutions" in text
     md = run_cli("eval", "--envs", "real", "--scaffold", "oneshot", "--markdown").out
-    assert "| breast-cancer | 1 | 1.00 | n/a | n/a | n/a | n/a | n/a |" in md
+    assert "rank: rank (HumanRank on real leaderboards)." in md
 
 
 def test_an_unknown_grader_is_fixed_by_metric_everywhere(run_cli, tmp_path):
@@ -222,7 +228,7 @@ def test_eval_on_mlebench_lite_reports_per_competition_and_lists_skipped(run_cli
     res = run_cli("eval", "--envs", f"mlebench:{data}:lite", "--scaffold", "oneshot", "--wide")
     assert res.code == 0, res.err
     out = res.out
-    header = "competition                         n  valid  >median  bronze  silver  gold  medal  score   HR"
+    header = "competition                         n  valid  >median  bronze  silver  gold  medal  score   rank"
     assert header in out
     assert "leaf-classification                 1  1.00   1.00     0.00    0.00    1.00  1.00   0.0424  1.000" in out
     assert "\ntabular-playground-series-may-2022  1  1.00 " in out
@@ -290,7 +296,7 @@ def test_steps_take_their_timeout_and_memory_from_the_sandbox_settings(home, sto
 # ------------------------------------------------------------------ comparing eval runs
 def _rows(env_rates: dict[str, list[tuple[int, bool]]]) -> list[dict]:
     return [{"env_id": env, "rng_seed": seed, "valid": True, "gold": medal, "silver": False, "bronze": False,
-             "above_median": medal, "human_rank": 1.0 if medal else 0.2, "reward": 0.9 if medal else 0.3,
+             "above_median": medal, "rank": 1.0 if medal else 0.2, "reward": 0.9 if medal else 0.3,
              "score": 0.5, "has_leaderboard": True}
             for env, seeds in env_rates.items() for seed, medal in seeds]
 
@@ -314,7 +320,7 @@ def test_compare_paired_differences_and_bootstrap_intervals():
     assert many.diff == pytest.approx(15 / 16) and 0.75 <= many.interval.low < many.diff < many.interval.high == 1.0
     again = compare_rows(a, b, "any_medal", n_boot=1000, seed=0)
     assert again.interval == cmp.interval  # a fixed RNG seed: the same runs give the same interval
-    hr = compare_rows(a, b, "human_rank", n_boot=200)
+    hr = compare_rows(a, b, "rank", n_boot=200)
     assert math.isclose(hr.diff, (0.8 + 0.4) / 2)
 
 
@@ -345,8 +351,8 @@ def test_cli_eval_compare(run_cli, tmp_path):
     out = run_cli("eval", "compare", *runs).out
     assert "wine-cultivars  2      0.000  1.000  +1.000  [+1.00, +1.00]" in out
     assert "overall (1 competitions, 2 pairs): B − A = +1.000 [+1.000, +1.000]" in out
-    data = run_cli("eval", "compare", *runs, "--rate", "human_rank", "--json").json()
-    assert data["rate"] == "human_rank" and data["diff"] == pytest.approx(1.0) and data["run_b"] == runs[1]
+    data = run_cli("eval", "compare", *runs, "--rate", "rank", "--json").json()
+    assert data["rate"] == "rank" and data["diff"] == pytest.approx(1.0) and data["run_b"] == runs[1]
     res = run_cli("eval", "compare", runs[0], "nope")
     assert res.code != 0 and "nope" in res.err
     assert run_cli("eval").code == 2  # no --envs and no subcommand: a usage error

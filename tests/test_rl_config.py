@@ -9,7 +9,7 @@ import pytest
 from engine.config import SandboxSettings
 from engine.errors import ConfigError
 from engine.rl.config import GRPOConfig, SFTConfig, config_from_dict, load_config, to_dict
-from engine.rl.recipe import TINY_GRPO
+from engine.agents.tiny.recipe import TINY_GRPO
 from engine.rl.curriculum import Curriculum
 
 

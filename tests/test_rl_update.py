@@ -148,6 +148,55 @@ def test_checkpoint_round_trip_with_a_trained_norm(tiny_dir, tmp_path, store):
     assert state["step"] == 2 and state["extra"]["curriculum"] == {"x": 1} and "optimizer" in state
 
 
+class _Payload:
+    """What a tampered trainer_state.pt could carry: unpickling it runs a command."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_tampered_trainer_state_is_refused_and_runs_no_code(tiny_dir, tmp_path, store):
+    """trainer_state.pt is hashed with the adapter (a changed file: the checkpoint does not verify) and read with
+    weights_only=True (even unhashed, a pickle that would run code is refused and runs nothing). The RNG states
+    come back exactly."""
+    import random
+
+    import numpy as np
+
+    from engine.errors import TrainingError
+    from engine.rl.checkpoint import STATE_FILE, load_state, save_checkpoint, set_rng_state, verify
+
+    model, _, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
+    rid = store.runs.create("grpo", {})
+    random.seed(5)
+    np.random.seed(6)
+    torch.manual_seed(7)
+    path = save_checkpoint(store, rid, tmp_path / "run", 1, model, optimizer=make_optimizer(model, lr=1e-3),
+                           extra={"sampler_rng": random.Random(3).getstate()})
+    ck = store.runs.latest_checkpoint(rid)
+    assert verify(ck) and len(ck["state"]["state_sha256"]) == 64
+    expected = (random.random(), float(np.random.random()), float(torch.rand(1)))
+    random.seed(0), np.random.seed(0), torch.manual_seed(0)
+    set_rng_state(load_state(path)["rng"])
+    assert (random.random(), float(np.random.random()), float(torch.rand(1))) == expected
+    marker = tmp_path / "code-ran"
+    good = (path / STATE_FILE).read_bytes()
+    torch.save({"step": 1, "rng": _Payload(marker)}, path / STATE_FILE)
+    assert not verify(ck)  # the store's hash no longer matches
+    with pytest.raises(TrainingError, match="refused: not a trainer state this version can read safely"):
+        load_state(path)
+    assert not marker.exists()
+    (path / STATE_FILE).write_bytes(good[:-3] + b"xyz")
+    assert not verify(ck)
+    (path / STATE_FILE).write_bytes(good)
+    assert verify(ck)
+
+
 def test_chunked_logprobs_equal_the_full_log_softmax_and_keep_no_vocabulary_sized_tensor(tiny_dir):
     from engine.rl.objective import sequence_logprobs
 

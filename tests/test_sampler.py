@@ -16,9 +16,9 @@ from engine.inference.hf import HFSampler
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from engine.agents.policies.tiny_model import default_corpus
+    from engine.agents.tiny import default_corpus
     from engine.models.loading import from_pretrained
-    from engine.models.scratch import build_tiny_model
+    from engine.agents.tiny import build_tiny_model
 
     path = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64,
                             layers=2, heads=2, kv_heads=1, vocab_size=600)

@@ -26,8 +26,8 @@ from vllm_standin import StandIn
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from engine.agents.policies.tiny_model import default_corpus
-    from engine.models.scratch import build_tiny_model
+    from engine.agents.tiny import default_corpus
+    from engine.agents.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", corpus=default_corpus(), hidden=64,
                             layers=2, heads=2, kv_heads=1, vocab_size=600)

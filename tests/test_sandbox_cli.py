@@ -96,3 +96,30 @@ def test_a_command_line_longer_than_one_argument_may_be(run_cli):
     assert res.code == 0, res.err
     out = res.json()
     assert out["status"] == "ok" and out["stdout_tail"].rstrip().endswith("19999 20000")
+
+
+def test_warm_that_cannot_be_honoured_says_why(run_cli, tmp_path):
+    """`--warm` on a command the warm worker does not run (`python -c`, a file that is not in the workspace, a
+    non-Python command) runs cold and says so in its warnings; `--workdir DIR -- python FILE` runs warm."""
+    from engine.sandbox.features import detect
+
+    probe = "import sys; print('pandas' in sys.modules)"
+    cases = [(["python", "-c", probe], "has options"), (["python", "step.py"], "step.py is not a file in the workspace"),
+             (["sh", "-c", "true"], "not a Python command")]
+    for argv, why in cases:
+        data = run_cli("sandbox", "run", "--warm", "--json", "--", *argv).json()
+        assert data["isolation"]["warm"] is False
+        said = [w for w in data["warnings"] if w.startswith("--warm:")]
+        assert len(said) == 1 and why in said[0] and said[0].endswith("ran cold"), data["warnings"]
+        assert run_cli("sandbox", "runs", "show", data["run_id"], "--json").json()["warnings"] == data["warnings"]
+    assert run_cli("sandbox", "run", "--warm", "--json", "--", "python", "-c", probe).json()["stdout_tail"] == \
+        "False\n"
+    cold = run_cli("sandbox", "run", "--cold", "--json", "--", "python", "-c", probe).json()
+    assert not any(w.startswith("--warm") for w in cold["warnings"])  # not asked: nothing to say
+    if not detect().namespaces:
+        return  # no warm worker here: what it says instead is "warm worker unavailable"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "step.py").write_text(probe + "\n")
+    warm = run_cli("sandbox", "run", "--workdir", str(tmp_path / "src"), "--warm", "--json", "--", "python",
+                   "step.py").json()
+    assert warm["isolation"]["warm"] is True and warm["stdout_tail"] == "True\n" and warm["warnings"] == []

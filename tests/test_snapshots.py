@@ -10,7 +10,7 @@ from textual.widgets import Input
 
 from engine.config import Settings
 from workbench.app import Workbench
-from workbench.demo import populate
+from demo_store import populate
 
 
 @pytest.fixture

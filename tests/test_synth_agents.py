@@ -6,6 +6,7 @@ back to the Data engineer with its evidence; after K refused programs the Design
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -95,8 +96,9 @@ def test_engineer_gets_the_evidence_of_each_refused_program_over_the_messages_ap
     assert "Traceback" in eng[1].prompt
     assert "leakage: the id predicts the label (|Spearman| 0.8" in eng[2].prompt
     assert "Leakage probe fired: the id predicts the label" in eng[2].prompt and "id_label_corr = 0.8" in eng[2].prompt
-    assert "saturated: a reference scores 1" in eng[3].prompt
-    assert "strong, seed 0: 1\n" in eng[3].prompt and "Paired bootstrap 95% interval" in eng[3].prompt
+    # the strong reference reaches the metric's best within 1% (how close depends on the ladder's own seeds)
+    assert re.search(r"saturated: a reference scores (1|0\.99\d*), \(nearly\) the metric's best", eng[3].prompt)
+    assert re.search(r"strong, seed 0: (1|0\.99\d*)\n", eng[3].prompt) and "Paired bootstrap 95% interval" in eng[3].prompt
     assert len(server.by_role["designer"]) == 1
 
     attempts = spoilage_store.envs.attempts(env_id=outcome.env_id)

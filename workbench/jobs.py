@@ -27,7 +27,7 @@ LAUNCHER = "workbench"
 
 
 def resolve_command(path: list[str]) -> click.Command | None:
-    """The click command at ``sandmle <path…>``, or None where it has not landed in this build."""
+    """The click command at ``sandmle <path…>``, or None where this install lacks it."""
     cmd: click.Command | None = cli
     ctx = click.Context(cli)
     for name in path:

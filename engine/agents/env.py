@@ -189,6 +189,8 @@ class MLEEnv:
         timeout = max(1.0, min(self.step_timeout_s, self.remaining_s))
         lim = dataclasses.replace(self.limits, timeout_s=timeout, cpu_s=min(self.limits.cpu_s, max(timeout * 2, 1.0)))
         t = time.monotonic()
+        # a WorkspaceFault here (the step file's place taken by a folder or a link out) is the agent's doing: it
+        # ends the episode as failed (reward 0), counted in every rate (engine.agents.rollout)
         result = self.workspace.run_python(code, limits=lim, meta=self.meta)
         self.state.sandbox_s += time.monotonic() - t
         if result.status == "timeout":

@@ -29,7 +29,7 @@ def trajectory_record(traj: Trajectory, *, with_tokens: bool = False) -> dict[st
         "scaffold": traj.scaffold, "rng_seed": traj.rng_seed, "status": traj.status,
         "reward": traj.reward, "valid": bool(g.get("valid_submission")),
         "any_medal": bool(g.get("any_medal")), "gold": bool(g.get("gold_medal")),
-        "score": g.get("score"), "human_rank": g.get("human_rank"),
+        "score": g.get("score"), "rank": g.get("rank", g.get("human_rank")), "board": g.get("board"),
         "terminated": traj.terminated, "truncated": traj.truncated,
         "timed_out": traj.timed_out, "n_turns": len(messages), "messages": messages,
         "well_formed": [t.well_formed for t in traj.turns if t.role == "assistant"],

@@ -1,5 +1,12 @@
 """One episode end to end: open a sandbox workspace, let the policy act through a scaffold, take the submission out,
-grade it OUTSIDE the sandbox, compute the reward, store the trajectory turn by turn."""
+grade it OUTSIDE the sandbox, compute the reward, store the trajectory turn by turn.
+
+How an episode ends (``Trajectory.status``): ``done``; ``timeout`` (its wall-clock budget ran out: GRPO masks it);
+``failed`` — a fault the agent caused (a :class:`~engine.errors.WorkspaceFault`: the step file's place taken by a
+folder or a link out, a folder it made unwritable): the agent's, so a result like any other, reward 0, counted in
+every rate and trained on; ``error`` — a fault of the infrastructure (the sandbox cannot start or run, the policy's
+endpoint is down, a bug in a policy): not a result, left out of every rate, counted apart and played again by
+``runs resume``."""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from store.trajectories import Trajectory
 
 from ..envs.layout import EnvSpec
 from ..config import load_settings
-from ..errors import FileTooLarge, SandboxError
+from ..errors import FileTooLarge, SandboxError, WorkspaceFault
 from ..grading.grade import grade, oversize_report
 from ..grading.rewards import compute_reward
 from ..sandbox import RunMeta, SandboxBackend, get_backend
@@ -32,9 +39,13 @@ def register_env(store: Store, env: EnvSpec, *, split: str | None = None) -> Non
     is (re)filed under the split ``real``, which training never selects."""
     split = split or env.split
     row = store.envs.find(env.id)
+    source = {"human": "human", "population": "population"}.get(env.board or "", "import")
+    entries = [{"name": f"entry-{i}", "score": float(s), "source": source} for i, s in enumerate(env.leaderboard)]
     if row is not None:
         if split == "real" and row["split"] != "real":
             store.envs.set_split([env.id], "real")
+        if env.leaderboard and len(store.envs.leaderboard(env.id)) != len(env.leaderboard):
+            store.envs.replace_board(env.id, entries, thresholds=env.thresholds)  # a board built since
         return
     g = env.grade
     store.envs.add({
@@ -42,8 +53,7 @@ def register_env(store: Store, env: EnvSpec, *, split: str | None = None) -> Non
         "modality": env.modality or "tabular", "task_type": g.task_type or "", "metric": g.metric,
         "lower_is_better": int(g.lower_is_better), "id_column": g.id_column, "target_columns": g.target_columns,
         "thresholds": env.thresholds, "dir": str(env.dir),
-    }, leaderboard=[{"name": f"entry-{i}", "score": float(s), "source": "import"}
-                    for i, s in enumerate(env.leaderboard)])
+    }, leaderboard=entries)
 
 
 def _submissions_dir(store: Store | None) -> Path:
@@ -86,9 +96,11 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
             transcript = entry.run(menv, policy, max_turns=max_turns, rng_seed=rng_seed, transcript=transcript)
         except KeyboardInterrupt as exc:
             status, error, interrupted = "error", "interrupted", exc
+        except WorkspaceFault as exc:  # the agent broke its own workspace: its failure, not the harness's
+            status, error = "failed", f"workspace fault: {exc}"
         except Exception as exc:  # noqa: BLE001 - a failing policy/backend ends this episode, not the batch
             status, error = "error", f"{type(exc).__name__}: {exc}"
-        if menv.ws is not None:
+        if menv.ws is not None and status != "failed":
             path = _submissions_dir(store) / f"{traj_id}.csv"
             try:
                 if menv.save_submission(path):
@@ -107,6 +119,9 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     state = menv.state
     report = grade(env, submission_path) if oversize is None else oversize_report(env, oversize.size)
     total, breakdown = compute_reward(report, transcript.turns, reward)
+    if status == "failed":  # a failed episode earns nothing, format included; its submission is not taken
+        report.error = error
+        total, breakdown = 0.0, {"failed": 0.0}
     if state.timed_out and status == "done":
         status = "timeout"
     traj = Trajectory(

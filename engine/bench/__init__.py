@@ -20,13 +20,9 @@ from store import Store
 
 from ..errors import SandmleError
 
-#: benchmark name → module with a ``run`` function: engine/bench/<name>.py, plus those registered from outside
+#: benchmark name → module with a ``run`` function: engine/bench/<name>.py (the workbench's ``tui`` too: it measures
+#: the app in child processes, so the engine never imports the UI)
 BENCHMARKS: dict[str, str] = {}
-
-
-def register(name: str, module: str) -> None:
-    """Add a benchmark that lives outside the engine (the workbench's ``tui``) by its module name."""
-    BENCHMARKS[name] = module
 
 
 @dataclass

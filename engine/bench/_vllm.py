@@ -12,7 +12,7 @@ from pathlib import Path
 
 from store import Store
 
-from ..agents.policies import tiny_model as tiny
+from ..agents import tiny
 from ..config import VLLMSettings, load_settings
 from ..errors import SandmleError
 from ..inference.base import SamplerError

@@ -4,7 +4,7 @@ to tell a gain from noise.
 
 1. synthesize environments from seeds (procedural backend) and split them by seed: the held-out environments come
    from seeds never used for training;
-2. the ``tiny`` model — the same one ``--model tiny`` and ``hf:tiny`` use (:mod:`engine.agents.policies.tiny_model`);
+2. the ``tiny`` model — the same one ``--model tiny`` and ``hf:tiny`` use (:mod:`engine.agents.tiny`);
 3. the **instruct base**: a first stage that trains every weight of tiny on demonstrations in every scaffold
    (react, aide, oneshot) by a teacher drawing its strategy uniformly (:data:`INSTRUCT_TEACHER`: the format
    everywhere, no preference for what wins) — the analogue of the paper's instruction-tuned base, which can act in
@@ -18,7 +18,7 @@ to tell a gain from noise.
 7. SFT and SFT+GRPO on the held-out environments with the same budget and the same RNG seeds in every scaffold —
    react (trained in) and aide and oneshot (neither SFT nor GRPO ran there); per scaffold the paired difference
    SFT+GRPO − SFT of the medal rate with a bootstrap 95% interval over environments
-   (:func:`engine.eval.compare.compare`), and the HumanRank of both arms beside it;
+   (:func:`engine.eval.compare.compare`), and the rank on the board of both arms beside it;
 8. the GRPO reward curve as a PNG beside the result file.
 
 Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and runs
@@ -34,12 +34,14 @@ from typing import Any, Callable
 
 from store import Store
 
-from ..agents.policies import tiny_model as tiny
+from ..agents import tiny
 from ..agents.policies.scripted import EXPERT
-from ..agents.policies.templates import Choice
+from ..agents.templates import Choice
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..eval.compare import compare
+from ..eval.constants import cache_dir, constants_of
+from ..eval.realsuite import build_suite, suite_envs
 from ..eval.run import EvalReport, run_eval
 from ..inference.base import SamplerError
 from ..models.adapters import final_adapter
@@ -50,6 +52,7 @@ from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult, torch_threads
 from ._plot import line_plot
+from .learn_groups import groups_summary
 from ._vllm import log_path, tiny_server
 
 #: the policies compared (baseline first) and the rate compared
@@ -97,6 +100,16 @@ class LearnPlan:
     workers: int = 2
     n_boot: int = 2000
     budget_s: float = 40 * 60
+    #: the real held-out suite's tasks evaluated (``envs real-suite --only``; None: all of heldout.toml) and the RNG
+    #: seeds of their episodes
+    real_tasks: str | None = None
+    real_eval_seeds: tuple[int, ...] = (0,)
+
+    def __post_init__(self) -> None:
+        unseen = set(self.heldout_seeds) - set(tiny.HELDOUT_SEEDS)
+        if unseen or set(self.train_seeds) & set(tiny.HELDOUT_SEEDS):
+            raise ValueError(f"a learn plan holds out only seeds whose text tiny's tokenizer never read "
+                             f"({', '.join(tiny.HELDOUT_SEEDS)}) and trains on none of them")
 
     @property
     def episodes_per_arm(self) -> int:
@@ -109,13 +122,13 @@ class LearnPlan:
 
 FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "pizza-requests", "toxic-comments",
                               "essay-scoring", "cactus-aerial", "conductor-properties"),
-                 heldout_seeds=("leaf-species", "author-style", "taxi-fare"), train_envs_per_seed=2,
+                 heldout_seeds=tiny.HELDOUT_SEEDS, train_envs_per_seed=2,
                  heldout_envs_per_seed=4, demos_per_teacher=2,
                  sft_epochs=4, grpo_steps=16, eval_seeds=(0, 1, 2, 3))
 QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=("leaf-species",),
                   train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1,
                   eval_seeds=(0,), instruct_demos=1, instruct_epochs=1, aide_steps=2,
-                  n_boot=200, budget_s=12 * 60)
+                  n_boot=200, budget_s=12 * 60, real_tasks="Pima.te,sklearn:iris", real_eval_seeds=(0,))
 
 
 def _log(msg: str) -> None:
@@ -190,23 +203,23 @@ def _mean(rep: EvalReport, rate: str) -> float:
 
 def scaffold_result(store: Store, sft: EvalReport, grpo: EvalReport, plan: LearnPlan, target_ratio: float
                     ) -> dict[str, Any]:
-    """The paired comparison of one scaffold's two arms (medal rate; HumanRank beside it), and whether its target
+    """The paired comparison of one scaffold's two arms (medal rate; the rank on the board beside it), and whether its target
     is met: the ratio of medal rates at least ``target_ratio`` and the 95% interval of the difference above 0."""
     cmp = compare(store, sft.run_id, grpo.run_id, RATE, n_boot=plan.n_boot, seed=0)
-    ranks = compare(store, sft.run_id, grpo.run_id, "human_rank", n_boot=plan.n_boot, seed=0)
+    ranks = compare(store, sft.run_id, grpo.run_id, "rank", n_boot=plan.n_boot, seed=0)
     a, b = _mean(sft, RATE), _mean(grpo, RATE)
     ratio = b / a if a > 0 else None
     excludes_0 = cmp.interval.low > 0 or cmp.interval.high < 0
-    ha, hb = _mean(sft, "human_rank"), _mean(grpo, "human_rank")
+    ha, hb = _mean(sft, "rank"), _mean(grpo, "rank")
     return {"trained_in": sft.scaffold == TRAINED_IN, "episodes_per_arm": cmp.n_pairs,
             "environments": len(cmp.per_env), "sft_medal": a, "grpo_medal": b,
             "sft_valid": _mean(sft, "valid"), "grpo_valid": _mean(grpo, "valid"),
             "ratio": ratio, "diff": cmp.diff, "ci95_low": cmp.interval.low, "ci95_high": cmp.interval.high,
             "interval_excludes_0": excludes_0, "target_ratio": target_ratio,
             "target_met": bool(ratio is not None and ratio >= target_ratio and cmp.interval.low > 0),
-            "sft_human_rank": ha, "grpo_human_rank": hb, "human_rank_ratio": hb / ha if ha > 0 else None,
-            "human_rank_delta": hb - ha, "human_rank_ci95_low": ranks.interval.low,
-            "human_rank_ci95_high": ranks.interval.high,
+            "rank_label": sft.rank_label,
+            "sft_rank": ha, "grpo_rank": hb, "rank_ratio": hb / ha if ha > 0 else None,
+            "rank_delta": hb - ha, "rank_ci95_low": ranks.interval.low, "rank_ci95_high": ranks.interval.high,
             "per_env": [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff} for e in cmp.per_env]}
 
 
@@ -293,31 +306,46 @@ def _grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, m
     return trainer, trainer.train()
 
 
-def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, runs: dict[str, str], heldout_ids: list[str],
-             log: Callable[[str], None]) -> dict[tuple[str, str], EvalReport]:
-    """(arm, scaffold) → eval report of each arm's final adapter on the held-out environments, with the same RNG
-    seeds, in every scaffold of the plan."""
-    envs = [EnvSpec.from_store(bs, e) for e in heldout_ids]
+def evaluate(bs: Store, plan: LearnPlan, model_dir: Path, runs: dict[str, str], envs: list[EnvSpec],
+             log: Callable[[str], None], *, seeds: tuple[int, ...] | None = None, group: str = "unseen_synthetic"
+             ) -> dict[tuple[str, str], EvalReport]:
+    """(arm, scaffold) → eval report of each arm's final adapter on ``envs`` (one group), with the same RNG seeds
+    (default: the plan's), in every scaffold of the plan."""
+    seeds = seeds or plan.eval_seeds
     sampling = f"temperature={tiny.TEMPERATURE},max_new_tokens={tiny.MAX_NEW_TOKENS}"
     reports: dict[tuple[str, str], EvalReport] = {}
     for label, run_id in runs.items():
         # folders, not names (`tiny` and run ids resolve in the user's data dir), sampling as hf:tiny does
         spec = f"hf:{model_dir},adapter={final_adapter(bs, run_id)},{sampling}"
         for scaffold in plan.scaffolds:
-            rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=list(plan.eval_seeds),
-                           max_turns=plan.turns(scaffold), workers=plan.workers, name=f"{label} {scaffold}")
+            rep = run_eval(bs, spec, envs, scaffold=scaffold, rng_seeds=list(seeds),
+                           max_turns=plan.turns(scaffold), workers=plan.workers, name=f"{label} {scaffold} {group}")
             reports[(label, scaffold)] = rep
-            log(f"eval {label} {scaffold}: medal {_fmt(rep.summary[RATE])} valid {_fmt(rep.summary['valid'])} "
-                f"HumanRank {_fmt(rep.summary['human_rank'])}")
+            log(f"eval {group} {label} {scaffold}: medal {_fmt(rep.summary[RATE])} valid {_fmt(rep.summary['valid'])} "
+                f"{rep.rank_label} {_fmt(rep.summary['rank'])}")
     return reports
 
 
-def report_rows(reports: dict[tuple[str, str], EvalReport]) -> list[dict[str, Any]]:
-    return [{"policy": label, "scaffold": scaffold + ("" if scaffold == TRAINED_IN else " (unseen)"),
+def report_rows(reports: dict[tuple[str, str], EvalReport], group: str = "unseen_synthetic") -> list[dict[str, Any]]:
+    return [{"group": group, "policy": label, "scaffold": scaffold + ("" if scaffold == TRAINED_IN else " (unseen)"),
              "episodes": rep.n_episodes, "medal_rate": _fmt(rep.summary[RATE]),
              "valid_rate": _fmt(rep.summary["valid"]),
-             "human_rank": _fmt(rep.summary["human_rank"]), "reward": _fmt(rep.summary["reward"])}
+             "rank": _fmt(rep.summary["rank"]), "reward": _fmt(rep.summary["reward"])}
             for (label, scaffold), rep in sorted(reports.items(), key=_row_order)]
+
+
+def group_rows(real: dict[tuple[str, str], EvalReport], groups: dict[str, Any], scaffolds: tuple[str, ...]
+               ) -> list[dict[str, Any]]:
+    """The real suite's rows, then each group's best constant strategy and per-task oracle (one row each: a
+    constant's submission does not depend on the scaffold)."""
+    rows = report_rows(real, "real")
+    for group, g in groups.items():
+        for label, key in (("best constant", "best_constant_medal"), ("per-task oracle", "oracle_medal")):
+            rows.append({"group": group, "policy": f"{label}" + (f" ({g['best_constant_strategy']})"
+                                                                  if key == "best_constant_medal" else ""),
+                         "scaffold": "any", "episodes": g["tasks"], "medal_rate": f"{g[key]:.3f}",
+                         "valid_rate": "", "rank": "", "reward": ""})
+    return rows
 
 
 def _row_order(item: tuple[tuple[str, str], EvalReport]) -> tuple[int, int]:
@@ -336,11 +364,17 @@ def valid_by_seed(bs: Store, report: EvalReport) -> dict[str, float]:
     return {seed: sum(v) / len(v) for seed, v in sorted(per_seed.items())}
 
 
-def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str, vllm_log: Path
-            ) -> dict[str, Any]:
-    """Synthesis, the instruct base, demonstrations, SFT, GRPO and the evaluations, each phase timed."""
+def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str, vllm_log: Path,
+            home: Store | None = None) -> dict[str, Any]:
+    """Synthesis, the real suite (built in ``home``, the user's store, once: its boards are cached there), the
+    instruct base, demonstrations, SFT, GRPO, the evaluations on both groups and the constant strategies, each
+    phase timed."""
     train_ids, heldout_ids = make_envs(bs, plan, seed, phases.log)
     phases.end("synthesis")
+    home = home or bs
+    build_suite(home, only=plan.real_tasks, note=phases.log)
+    real = suite_envs(home, plan.real_tasks)
+    phases.end("real_suite")
     stats: dict[str, Any] = collect_instruct_demos(bs, plan, train_ids)
     phases.end("instruct_demos")
     base, base_stats = build_instruct_base(bs, plan, seed)
@@ -354,10 +388,23 @@ def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str
     phases.end("sft")
     trainer, grpo_summary = train_grpo(bs, plan, sft, seed, phases, sampler, model=str(base), vllm_log=vllm_log)
     phases.end("grpo")
-    reports = evaluate(bs, plan, base, {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}, heldout_ids, phases.log)
+    arms = {"SFT": sft.run_id, "SFT+GRPO": trainer.run_id}
+    unseen = [EnvSpec.from_store(bs, e) for e in heldout_ids]
+    reports = evaluate(bs, plan, base, arms, unseen, phases.log)
     phases.end("eval")
-    return {"train_ids": train_ids, "heldout_ids": heldout_ids, "stats": stats, "sft": sft_summary,
-            "grpo": grpo_summary, "grpo_run": trainer.run_id, "reports": reports}
+    real_reports = evaluate(bs, plan, base, arms, real, phases.log, seeds=plan.real_eval_seeds, group="real")
+    phases.end("eval_real")
+    constants = {"unseen_synthetic": constants_of(unseen, cache_dir(bs.data_dir), phases.log),
+                 "real": constants_of(real, cache_dir(home.data_dir), phases.log)}
+    phases.end("constants")
+    clusters = {"unseen_synthetic": {e.id: str(bs.envs.get(e.id).get("seed_id") or e.id) for e in unseen},
+                "real": {e.id: e.id for e in real}}  # one task per dataset: the dataset is the cluster
+    runs = {(g, arm, s): rep.run_id for g, reps in (("unseen_synthetic", reports), ("real", real_reports))
+            for (arm, s), rep in reps.items()}
+    return {"train_ids": train_ids, "heldout_ids": heldout_ids, "real_ids": [e.id for e in real], "stats": stats,
+            "sft": sft_summary, "grpo": grpo_summary, "grpo_run": trainer.run_id, "reports": reports,
+            "real_reports": real_reports, "groups": groups_summary(bs, runs, clusters, constants, plan.scaffolds,
+                                                                   TRAINED_IN, plan.n_boot)}
 
 
 def summarize(bs: Store, plan: LearnPlan, done: dict[str, Any], png: Path) -> dict[str, Any]:
@@ -368,6 +415,7 @@ def summarize(bs: Store, plan: LearnPlan, done: dict[str, Any], png: Path) -> di
     unseen = [s for s in plan.scaffolds if s != TRAINED_IN]
     metrics = bs.runs.metrics(done["grpo_run"])
     return {
+        "groups": done["groups"], "real_envs": done["real_ids"],
         "episodes_per_arm": plan.episodes_per_arm, "scaffolds": scaffolds,
         "react_met": scaffolds[TRAINED_IN]["target_met"],
         "transfer_met": any(scaffolds[s]["target_met"] for s in unseen),
@@ -394,7 +442,7 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
     bs = Store(root / "sandmle.db")
     try:
         with torch_threads(1):  # see torch_threads: the tiny model on a shared CPU
-            done = _stages(bs, plan, seed, phases, sampler, log_path(store, "learn"))
+            done = _stages(bs, plan, seed, phases, sampler, log_path(store, "learn"), home=store)
             react = done["reports"][("SFT", TRAINED_IN)]
             suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}")
             png = plot_rewards(bs.runs.metrics(done["grpo_run"]), Path(results_dir) / f"learn_reward{suffix}.png",
@@ -404,19 +452,26 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
             unseen = ", ".join(s for s in plan.scaffolds if s != TRAINED_IN)
             notes = [
                 f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
-                "(engine/rl/recipe.py): the same as `--model tiny`",
+                "(engine/agents/tiny/recipe.py): the same as `--model tiny`",
                 f"instruct base: every weight of tiny trained on {INSTRUCT_TEACHER} (strategies drawn uniformly) in "
                 f"{', '.join(plan.scaffolds)}; SFT and GRPO train a fresh adapter on it in {TRAINED_IN} only",
                 f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
                 f"{unseen or 'no other scaffold'}: never seen by SFT or GRPO (both trained in {TRAINED_IN} only)",
-                f"paired difference of the medal rate over (environment, RNG seed) pairs; 95% interval: "
-                f"{plan.n_boot} bootstrap resamples of environments and of pairs within them",
+                f"paired difference of the medal rate over (environment, RNG seed) pairs; summary.scaffolds: 95% "
+                f"interval from {plan.n_boot} bootstrap resamples of environments and of pairs within them; "
+                "summary.groups: the cluster bootstrap (seeds of unseen_synthetic, datasets of real resampled)",
+                "best constant: every one of the 32 options run as a constant policy on the same tasks (one run "
+                "per option and task: deterministic); per-task oracle: the best option of each task",
+                f"real: the real held-out suite (engine/realdata/heldout.toml: {plan.real_tasks or 'all 30'}), "
+                f"RNG seeds {', '.join(map(str, plan.real_eval_seeds))}; its boards are built once in the user's "
+                "data dir",
             ]
             if sampler != "hf":
                 notes.append(f"GRPO sampled from a real vLLM server ({sampler}; vLLM built for CPU, float32): tiny's "
                              "recipe with vLLM keeps the norms SFT trained frozen (served merged into the base)")
             store.runs.finish(bench_run, "done", summary=summary)
-            return BenchResult(name="learn", rows=report_rows(done["reports"]),
+            rows = report_rows(done["reports"]) + group_rows(done["real_reports"], done["groups"], plan.scaffolds)
+            return BenchResult(name="learn", rows=rows,
                                summary={**summary, "grpo_sampler": sampler}, notes=notes,
                                variant=None if sampler == "hf" else sampler)
     except BaseException as exc:

@@ -15,13 +15,12 @@ from store import Store
 from ..agents.env import MLEEnv
 from ..agents.format import ToolCall
 from ..agents.policies import load_policy
-from ..agents.policies.tiny_model import default_corpus
+from ..agents.tiny import build_tiny_model, default_corpus
 from ..agents.rollout import run_episode
 from ..config import load_settings
 from ..envs.layout import EnvSpec
 from ..eval.run import run_eval
 from ..grading import grade
-from ..models.scratch import build_tiny_model
 from ..sandbox import get_backend
 from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize

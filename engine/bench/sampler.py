@@ -38,13 +38,12 @@ from typing import Any
 
 from store import Store
 
-from ..agents.policies.tiny_model import default_corpus
+from ..agents.tiny import build_tiny_model, default_corpus
 from ..agents.policies.hf import HFPolicy
 from ..agents.rollout import run_episode
 from ..inference.base import SamplerError
 from ..inference.vllm_server import VLLMServerSampler
 from ..models.loading import from_pretrained
-from ..models.scratch import build_tiny_model
 from ..rl.config import GRPOConfig
 from ..rl.grpo import GRPOTrainer
 from ..rl.modeling import lora_targets

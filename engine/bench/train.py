@@ -9,7 +9,7 @@ Setup (a temporary store, the pieces of ``bench learn``): environments synthesiz
 (2 environments × a group of 4 per step, react), the same config and seed for both modes, the modes interleaved over
 rounds (0, 1, 0, 1, …) so load on the machine hits both alike; each mode's figures are the median of its rounds.
 The vLLM server is started once, before the rounds, on tiny with the SFT adapter's norms merged in (vLLM serves
-LoRA weights only: with ``--sampler vllm`` tiny's recipe keeps the norms frozen, :mod:`engine.rl.recipe`), and
+LoRA weights only: with ``--sampler vllm`` tiny's recipe keeps the norms frozen, :mod:`engine.agents.tiny.recipe`), and
 each vLLM run reaches it through ``sampler_url``.
 
 torch runs on one intra-op thread: the rollouts' sampler and the update then each take one core, which is what
@@ -27,7 +27,7 @@ from typing import Any
 
 from store import Store
 
-from ..agents.policies import tiny_model as tiny
+from ..agents import tiny
 from ..rl.config import GRPOConfig, load_config
 from ..rl.grpo import GRPOTrainer
 from . import BenchResult, torch_threads

@@ -39,7 +39,7 @@ import json
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Mapping, Sequence
 
 from store import Store, owners
 
@@ -118,6 +118,8 @@ class EnvSpec:
     seed_id: str | None = None
     thresholds: dict[str, float] | None = None
     leaderboard: list[float] = field(default_factory=list)
+    #: the kind of board ``leaderboard`` is (:data:`engine.grading.thresholds.BOARDS`); None: unknown
+    board: str | None = None
     #: the store split it belongs to: ``real`` for real competitions (evaluation only, never trained on)
     split: str = "imported"
 
@@ -145,6 +147,7 @@ class EnvSpec:
             modality=meta.get("modality", "tabular"), title=meta.get("title", path.name),
             seed_id=meta.get("seed_id"), thresholds=meta.get("thresholds"),
             leaderboard=[float(e["score"]) for e in meta.get("leaderboard", [])],
+            board=board_of(meta.get("thresholds"), meta.get("leaderboard", [])) or meta.get("board"),
             split=meta.get("split", "imported"),
         )
 
@@ -155,12 +158,29 @@ class EnvSpec:
             raise SandmleError(f"environment {env_id} has no files on disk")
         spec = cls.from_dir(row["dir"], env_id=row["id"])
         spec.thresholds = row.get("thresholds") or spec.thresholds
-        spec.leaderboard = [e["score"] for e in store.envs.leaderboard(env_id)] or spec.leaderboard
+        board = store.envs.leaderboard(env_id)
+        spec.leaderboard = [e["score"] for e in board] or spec.leaderboard
+        spec.board = board_of(row.get("thresholds"), board) or spec.board
         spec.seed_id = row.get("seed_id")
         spec.modality = row.get("modality", spec.modality)
         spec.title = row.get("title", spec.title)
         spec.split = row.get("split") or spec.split
         return spec
+
+
+def board_of(thresholds: Mapping[str, Any] | None, entries: Sequence[Mapping[str, Any]]) -> str | None:
+    """The kind of an environment's board: what its thresholds say, else what its entries are (the verifier's
+    reference scripts and their blends: the 9-entry ``ladder`` board stored before population boards)."""
+    if thresholds and thresholds.get("board"):
+        return str(thresholds["board"])
+    sources = {e.get("source") for e in entries}
+    if sources & {"reference", "variant"}:
+        return "ladder"
+    if "population" in sources:
+        return "population"
+    if "human" in sources:
+        return "human"
+    return None
 
 
 def envs_root(store: Store) -> Path:

@@ -19,6 +19,7 @@ from store import Store, sha256_file
 from store.envs import EnvironmentRow
 
 from ..errors import SandmleError
+from .tree import require_plain_tree
 
 
 def file_rows(env_dir: Path) -> list[dict[str, Any]]:
@@ -49,6 +50,7 @@ def export_env(store: Store, env_id: str, dest: str | Path) -> Path:
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise SandmleError(f"{dest}: exists and is not empty", hint="give a new folder")
+    require_plain_tree(src, f"environment {env_id}")  # before anything is written
     (dest / "prepared").mkdir(parents=True, exist_ok=True)
     shutil.copytree(src / "public", dest / "prepared" / "public")
     shutil.copytree(src / "private", dest / "prepared" / "private")

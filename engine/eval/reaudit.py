@@ -13,7 +13,7 @@ from store import Store
 from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
 from ..grading.audit import AuditReport, audit_env
-from ..grading.audit.sources import media_columns
+from ..grading.audit.view import media_columns
 from ..grading.score import read_frame, screening_spec
 from ..synthesis.verifier import leakage
 from .select import select_envs
@@ -58,7 +58,7 @@ def stored_ids(store: Store, selector: str | None) -> list[str]:
 
 
 def audit_stored(store: Store, env_id: str, *, reject: bool = False) -> StoredAudit:
-    """Audit one stored environment against its stored gold threshold and strong reference; with ``reject``, one
+    """Audit one stored environment against its stored bronze threshold and strong reference; with ``reject``, one
     with findings is marked rejected (its files and rows stay)."""
     row = store.envs.get(env_id)
     env = EnvSpec.from_store(store, env_id)

@@ -1,9 +1,11 @@
 """Eval reports: the rates of one episode, their aggregate (mean ± SEM over RNG seeds), the per-competition table
-(MLE-bench's report columns plus HumanRank) and its Markdown form.
+(MLE-bench's report columns plus the rank on the board) and its Markdown form.
 
-A competition without a leaderboard has no medal thresholds and no HumanRank: those rates are *n/a* there (None),
-not 0. They are left out of the aggregates, which say how many episodes were left out; validity, score and
-reward still count.
+The rank is named for its board (:func:`rank_label`): HumanRank where the board is a real competition's
+leaderboard of people, "rank among N reference solutions" on a population board (every synthetic environment's).
+A competition without a leaderboard has no medal thresholds and no rank: those rates are *n/a* there (None), not
+0. They are left out of the aggregates, which say how many episodes were left out; validity, score and reward
+still count.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
+
+from ..grading.thresholds import ranks_name
 
 #: an ``eval_results`` row: stored (:class:`store.runs.EvalResult`) or about to be (``result_row``)
 Result = Mapping[str, Any]
@@ -24,13 +28,13 @@ class Rate:
     name: str
     label: str  #: in words, as the Eval screen names it ("medal rate")
     of: Callable[[Result], float]  #: the episode's value (an invalid submission has already been judged by it)
-    board: bool = True  #: needs a leaderboard (medal thresholds, HumanRank): n/a on a competition without one
-    percent: bool = True  #: a share of episodes (shown as %); else a number (HumanRank, reward)
+    board: bool = True  #: needs a leaderboard (medal thresholds, the rank): n/a on a competition without one
+    percent: bool = True  #: a share of episodes (shown as %); else a number (the rank, reward)
 
 
-def _human_rank(row: Result) -> float:
-    # an invalid submission ranks below every entry: HumanRank 0
-    return float(row["human_rank"]) if row["valid"] and row.get("human_rank") is not None else 0.0
+def _rank(row: Result) -> float:
+    # an invalid submission ranks below every entry: rank 0
+    return float(row["rank"]) if row["valid"] and row.get("rank") is not None else 0.0
 
 
 #: every rate reported, in the order of the summary
@@ -41,13 +45,24 @@ RATES: tuple[Rate, ...] = (
     Rate("bronze", "bronze rate", lambda r: float(bool(r["bronze"]))),
     Rate("valid", "valid rate", lambda r: float(bool(r["valid"])), board=False),
     Rate("above_median", "above-median rate", lambda r: float(bool(r["above_median"]))),
-    Rate("human_rank", "HumanRank", _human_rank, percent=False),
+    Rate("rank", "rank", _rank, percent=False),  # shown as rank_label(rows): named for its board
     Rate("reward", "reward", lambda r: float(r.get("reward") or 0.0), board=False, percent=False),
 )
 #: the rates by name
 RATE: dict[str, Rate] = {r.name: r for r in RATES}
 #: the names of the rates, in the summary's order
 RATE_NAMES = tuple(RATE)
+
+
+def rank_label(rows: Sequence[Result]) -> str:
+    """What the rank of these episodes is, in words: "HumanRank" on real leaderboards, "rank among 48 reference
+    solutions" on population boards (:func:`engine.grading.thresholds.ranks_name`)."""
+    return ranks_name([(r.get("board"), r.get("board_entries")) for r in results_only(rows) if has_board(r)])
+
+
+def label_of(rate: str, rows: Sequence[Result]) -> str:
+    """A rate's label for these episodes (the rank named for its board)."""
+    return rank_label(rows) if rate == "rank" else RATE[rate].label
 
 
 def mean_sem(values: list[float]) -> tuple[float, float]:
@@ -104,6 +119,7 @@ def aggregate(rows: Sequence[Result]) -> tuple[dict[str, dict[str, float | None]
                 seed_scores.setdefault(r.get("rng_seed"), []).append(float(r["score"]))
         score = _stat([sum(v) / len(v) for v in seed_scores.values()])
         table.append({"env_id": env_id, "episodes": len(env_rows), "leaderboard": has_board(env_rows[0]),
+                      "board": env_rows[0].get("board"), "board_entries": env_rows[0].get("board_entries"),
                       **{rate: _mean(_present(vals, rate)) for rate in RATE_NAMES},
                       "mean_score": score["mean"], "score_sem": score["sem"]})
     return summary, table
@@ -129,7 +145,7 @@ def _present(values: list[dict[str, float | None]], rate: str) -> list[float]:
 
 
 def left_out(rows: Sequence[Result]) -> dict[str, Any]:
-    """Episodes whose medals and HumanRank are n/a (no leaderboard), and their competitions."""
+    """Episodes whose medals and rank are n/a (no leaderboard), and their competitions."""
     results = results_only(rows)
     envs = sorted({r["env_id"] for r in results if not has_board(r)})
     return {"episodes": sum(1 for r in results if not has_board(r)), "envs": envs}
@@ -148,7 +164,7 @@ def fmt(value: float | None, digits: int = 3) -> str:
 #: :data:`RATES` and ``mean_score``)
 COLUMNS = (("valid", "valid", 2), ("above median", "above_median", 2), ("bronze", "bronze", 2),
            ("silver", "silver", 2), ("gold", "gold", 2), ("any medal", "any_medal", 2), ("score", "mean_score", 4),
-           ("HumanRank", "human_rank", 3))
+           ("rank", "rank", 3))
 
 
 def competition(env_id: str) -> str:
@@ -166,16 +182,22 @@ def table_headers() -> list[str]:
     return ["competition", "n", *(h for h, _, _ in COLUMNS)]
 
 
+def rank_note(per_env: list[dict[str, Any]]) -> str:
+    """What the table's rank column is, in one line (per board kind)."""
+    return "rank: " + ranks_name([(r.get("board"), r.get("board_entries")) for r in per_env if r.get("leaderboard")])
+
+
 def markdown(summary: dict[str, dict[str, float | None]], per_env: list[dict[str, Any]], *,
              skipped: Sequence[dict[str, str]] = (), excluded: dict[str, Any] | None = None) -> str:
     """The report as Markdown: the per-competition table, the aggregate (mean ± SEM over seeds), what was left out."""
     head = table_headers()
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in table_rows(per_env)]
+    lines += ["", rank_note(per_env) + "."]
     lines += ["", "| rate | mean | ± SEM |", "|---|---|---|"]
     lines += [f"| {rate} | {fmt(s['mean'])} | {fmt(s['sem'])} |" for rate, s in summary.items()]
     if excluded and excluded["episodes"]:
-        lines += ["", f"Medals and HumanRank leave out {excluded['episodes']} episode(s) on competitions without a "
+        lines += ["", f"Medals and the rank leave out {excluded['episodes']} episode(s) on competitions without a "
                       f"leaderboard: {', '.join(map(competition, excluded['envs']))}."]
     if skipped:
         lines += ["", f"Skipped ({len(skipped)}): " + "; ".join(f"{s['id']} ({s['reason']})" for s in skipped) + "."]

@@ -1,7 +1,8 @@
 """Evaluation: many episodes of one policy + scaffold over a set of environments and RNG seeds, in parallel.
 
-Reports the medal rate (any / gold / silver / bronze), valid-submission rate, above-median rate and mean
-HumanRank, each as mean ± SEM over seeds, plus a per-competition table (:mod:`engine.eval.report`). Results go
+Reports the medal rate (any / gold / silver / bronze), valid-submission rate, above-median rate and the mean rank
+on each environment's board (HumanRank on a real leaderboard, the rank among N reference solutions on a
+population board: ``rank_label``), each as mean ± SEM over seeds, plus a per-competition table (:mod:`engine.eval.report`). Results go
 into ``eval_results`` under a ``runs`` row of kind ``eval``.
 
 Which environments: :mod:`engine.eval.select`.
@@ -24,7 +25,7 @@ from ..errors import SandmleError
 from ..executors import Executor, Worker, executor_class, get_executor
 from ..upkeep import resumable
 from .mlebench import Skipped
-from .report import aggregate, left_out
+from .report import aggregate, left_out, rank_label
 
 
 # ------------------------------------------------------------------ running
@@ -49,6 +50,7 @@ class EvalConfig(TypedDict):
     address: str | None
     skipped: NotRequired[list[dict[str, str]]]
     sandbox: NotRequired[dict[str, Any]]  #: the SandboxSettings its code ran under (absent in older runs)
+    isolation: NotRequired[str]  #: ``unisolated`` where its code ran with no isolation (``SandboxSettings.isolation_note``)
 
 
 @dataclass
@@ -60,8 +62,10 @@ class EvalReport:
     rng_seeds: list[int]
     n_episodes: int
     summary: dict[str, dict[str, float | None]]  #: rate → {"mean", "sem"} (None: n/a everywhere)
-    per_env: list[dict[str, Any]]  #: per competition: MLE-bench's report fields as rates, score, HumanRank
+    per_env: list[dict[str, Any]]  #: per competition: MLE-bench's report fields as rates, score, the rank
     wall_s: float
+    #: what the rank is, named for the boards: "HumanRank", "rank among 48 reference solutions", ...
+    rank_label: str = "rank"
     status: str = "done"
     skipped: list[dict[str, str]] = field(default_factory=list)  #: competitions not run ({"id", "reason"})
     left_out: dict[str, Any] = field(default_factory=dict)  #: episodes without a leaderboard (medals n/a)
@@ -82,9 +86,11 @@ def result_row(traj, scaffold: str) -> dict[str, Any]:
             "rng_seed": traj.rng_seed, "score": g.get("score"), "valid": bool(g.get("valid_submission")),
             "gold": bool(g.get("gold_medal")), "silver": bool(g.get("silver_medal")),
             "bronze": bool(g.get("bronze_medal")), "above_median": bool(g.get("above_median")),
-            "human_rank": g.get("human_rank"), "reward": traj.reward,
-            # medal thresholds and HumanRank exist only against a leaderboard; without one they are n/a, not 0
+            "rank": g.get("rank", g.get("human_rank")), "reward": traj.reward,
+            # medal thresholds and the rank exist only against a leaderboard; without one they are n/a, not 0
             "has_leaderboard": g.get("gold_threshold") is not None,
+            # which board it was graded on: HumanRank on a real leaderboard, else among reference solutions
+            "board": g.get("board"), "board_entries": g.get("board_entries"),
             # an episode that could not run is not a result (`runs resume` plays it again)
             "error": traj.error if traj.status == "error" else None}
 
@@ -140,7 +146,8 @@ def run_eval(store: Store, policy: str | Any, envs: list[EnvSpec], *, scaffold: 
     config: EvalConfig = {"policy": spec or "", "policy_spec": spec, "scaffold": scaffold,
               "envs": [e.id for e in envs], "rng_seeds": seeds, "max_turns": turns, "step_timeout_s": step_timeout_s,
               "episode_timeout_s": episode_timeout_s, "reward": reward, "workers": workers, "executor": executor,
-              "address": address, "skipped": [s.to_dict() for s in skipped], "sandbox": sandbox.model_dump()}
+              "address": address, "skipped": [s.to_dict() for s in skipped], "sandbox": sandbox.model_dump(),
+              "isolation": sandbox.isolation_note}
     with _executor(store, config, on_lost) as ex:
         policy_obj = _policy(store, ex, policy)
         config["policy"] = getattr(policy_obj, "name", None) or config["policy"]
@@ -223,8 +230,9 @@ def _execute(store: Store, ex: Executor, run_id: str, config: EvalConfig, policy
                         rng_seeds=config["rng_seeds"], n_episodes=len(rows) - len(errors), summary=summary,
                         per_env=table, wall_s=time.monotonic() - t0, skipped=config.get("skipped", []),
                         left_out=left_out(rows), errors=len(errors), error=errors[0]["error"] if errors else None,
-                        workers_lost=ex.lost)
+                        workers_lost=ex.lost, rank_label=rank_label(rows))
     result = {"summary": summary, "per_env": table, "n_episodes": report.n_episodes, "errors": report.errors,
+              "rank_label": report.rank_label,
               "wall_s": report.wall_s, "skipped": report.skipped, "left_out": report.left_out,
               "workers_lost": report.workers_lost}
     if rows and len(errors) == len(rows):

@@ -6,24 +6,27 @@ except the real competitions), ``real`` (the real competitions evaluated or grad
 ``mlebench:DIR:lite`` (an MLE-bench data directory, or its MLE-bench Lite competitions: :mod:`engine.eval.mlebench`),
 or a folder: one environment folder (``public/`` + ``private/``), one MLE-bench competition folder
 (``config.yaml``), or a folder holding several of either. A folder's environments pass the exploit audit first
-(:mod:`engine.grading.audit`): one that can be won by reading a file is refused with the file and the column.
+(:mod:`engine.grading.audit`): one that can be won by reading a file is refused with the file and the column. One
+that brings no leaderboard gets its population board (:mod:`.boards`: built once, cached).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from store import Store
 from store.envs import EnvironmentRow
 
 from ..config import load_settings
 from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec
+from ..envs.tree import require_plain_tree
 from ..errors import SandmleError
 from ..grading.audit import audit_env, require_clean
 from ..seeds.competition import env_from_mlebench
 from ..seeds.mlebench import is_mlebench_folder
+from .boards import ensure_board
 from .mlebench import Skipped, data_dir_competitions, parse_selector, quota_problem
 
 
@@ -42,6 +45,7 @@ def _is_env_dir(path: Path) -> bool:
 def audited_folder(folder: Path, cache_root: Path) -> EnvSpec:
     """An environment folder (``public/`` + ``private/``) from outside the store, once it passes the exploit
     audit against its own leaderboard."""
+    require_plain_tree(folder, "an environment folder")
     env = EnvSpec.from_dir(folder)
     require_clean(env, audit_env(env, cache=cache_root / AUDIT_CACHE), "environment folder")
     return env
@@ -91,16 +95,20 @@ def _select_part(store: Store, part: str, cache: Path, metric: str | None) -> tu
 
 
 def select(store: Store, selector: str, *, limit: int | None = None, metric: str | None = None,
-           quota_mb: float | None = None) -> Selection:
+           quota_mb: float | None = None, note: Callable[[str], None] | None = None) -> Selection:
     """Resolve an environment selector (see the module docstring) to environment specs, in a stable order.
     ``metric`` overrides the metric of real competitions; environments whose public data exceed ``quota_mb``
-    are skipped with the reason, as are competitions of a data directory that are missing or not prepared."""
+    are skipped with the reason, as are competitions of a data directory that are missing or not prepared. One
+    without a board of its own gets its population board (``note`` hears when one is being built)."""
     cache = Path(store.data_dir) / "envs-imported"
     specs: list[EnvSpec] = []
     skipped: list[Skipped] = []
     seen: set[str] = set()
+    brought: set[str] = set()  #: environments from folders (not stored): they get a board if they bring none
     for part in (p.strip() for p in selector.split(",") if p.strip()):
         found, missed = _select_part(store, part, cache, metric)
+        if parse_selector(part) is not None or Path(part).expanduser().is_dir():
+            brought |= {spec.id for spec in found}
         if not found and not missed:
             raise SandmleError(f"selector {part!r} matched no verified environment")
         skipped += missed
@@ -114,20 +122,23 @@ def select(store: Store, selector: str, *, limit: int | None = None, metric: str
         too_big = {e.id: quota_problem(e, quota_mb) for e in specs}
         skipped += [Skipped(i, why) for i, why in too_big.items() if why]
         specs = [e for e in specs if not too_big[e.id]]
+    specs = [ensure_board(e, cache, note=note) if e.id in brought else e for e in specs]
     if not specs:
         detail = f" ({len(skipped)} skipped, e.g. {skipped[0].id}: {skipped[0].reason})" if skipped else ""
         raise SandmleError(f"no environment selected{detail}")
     return Selection(specs, skipped)
 
 
-def select_envs(store: Store, selector: str, *, limit: int | None = None, metric: str | None = None) -> list[EnvSpec]:
+def select_envs(store: Store, selector: str, *, limit: int | None = None, metric: str | None = None,
+                note: Callable[[str], None] | None = None) -> list[EnvSpec]:
     """:func:`select`'s environments."""
-    return select(store, selector, limit=limit, metric=metric).envs
+    return select(store, selector, limit=limit, metric=metric, note=note).envs
 
 
-def resolve_env(store: Store, ref: str, *, metric: str | None = None) -> EnvSpec:
+def resolve_env(store: Store, ref: str, *, metric: str | None = None,
+                note: Callable[[str], None] | None = None) -> EnvSpec:
     """One environment: a stored id, an environment folder, or an MLE-bench competition folder."""
-    specs = select_envs(store, ref, metric=metric)
+    specs = select_envs(store, ref, metric=metric, note=note)
     if len(specs) != 1:
         raise SandmleError(f"{ref!r} names {len(specs)} environments; give exactly one")
     return specs[0]

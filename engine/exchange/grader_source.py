@@ -15,7 +15,7 @@ exported grader agree on every submission because they run the same code (tests/
 Called as the paper's score tool calls an evaluator -- ``python evaluator.py --submission_path P`` with the working
 directory in ``public/`` -- it prints one JSON object: the grade report (``score``, ``is_lower_better``,
 ``gold_threshold``, ``silver_threshold``, ``bronze_threshold``, ``median_threshold``, ``valid_submission``,
-``error``, medals, HumanRank) and exits 0, or 1 for an invalid submission (the score tool reads that as invalid).
+``error``, medals, the rank on the board: ``rank``, ``board``) and exits 0, or 1 for an invalid submission (the score tool reads that as invalid).
 The answers are the first of ``--answers``, ``answer.csv`` beside the grader, ``../private/answer.csv``.
 """
 
@@ -62,6 +62,7 @@ class EnvSpec:
     answers: Path
     thresholds: dict[str, float] | None = None
     leaderboard: list[float] = field(default_factory=list)
+    board: str | None = None
 '''
 
 #: the stand-in of engine/grading/evaluator.py (a subprocess, not the sandbox: the grader's container is one)
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env = EnvSpec(id=TASK["id"], grade=GradeSpec(**TASK["grade"]), public=Path(__file__).resolve().parent,
                   answers=_answers(args.answers), thresholds=TASK.get("thresholds"),
-                  leaderboard=list(TASK.get("leaderboard") or []))
+                  leaderboard=list(TASK.get("leaderboard") or []), board=TASK.get("board"))
     if TASK.get("evaluator_code") is not None:  # graded by the environment's own evaluator, embedded here
         env.grade.evaluator_code = TASK["evaluator_code"]
         sys.modules["_sandmle.grading.evaluator"].FILES = env.public / TASK.get("files", ".")
@@ -217,13 +218,13 @@ def _source(module: ModuleType) -> str:
 
 
 def task_record(env_id: str, spec: GradeSpec, thresholds: dict[str, Any] | None, leaderboard: list[float],
-                reward: str, *, files: str = ".") -> dict[str, Any]:
+                reward: str, *, files: str = ".", board: str | None = None) -> dict[str, Any]:
     """What the grader embeds: the grading spec, thresholds, leaderboard scores and the default reward; for an
     environment graded by its own evaluator, its source and where the task's files are (``files``, relative to the
     grader's folder)."""
     th = {k: float(thresholds[k]) for k in ("gold", "silver", "bronze", "median")} if thresholds else None
     out = {"id": env_id, "grade": spec.to_dict(), "thresholds": th, "leaderboard": [float(s) for s in leaderboard],
-           "reward": reward}
+           "reward": reward, "board": board}
     if spec.external:
         out.update(evaluator_code=spec.evaluator_code, files=files)
     return out

@@ -150,7 +150,7 @@ def write_harbor_task(src: Source, dest: Path, *, base_image: str = BASE_IMAGE, 
     (dest / "environment" / "Dockerfile").write_text(dockerfile(base_image, mounts))
     if mounts:
         (dest / "environment" / "docker-compose.yaml").write_text(compose_mounts())
-    task = task_record(src.id, env.grade, env.thresholds, src.scores, reward, files="public")
+    task = task_record(src.id, env.grade, env.thresholds, src.scores, reward, files="public", board=env.board)
     (dest / "tests" / "grader.py").write_text(standalone_grader(task, name="grader.py"), encoding="utf-8")
     if env.grade.external:  # its own evaluator runs over a copy of the task's files, not the agent's /app
         (dest / "tests" / "public").mkdir()

@@ -31,7 +31,8 @@ def write_paper_task(src: Source, dest: Path, *, paper_compatible: bool = False,
     """Write ``dest/prepared/{public,private}`` for one environment (``dest`` must not exist)."""
     public = dest / "prepared" / "public"
     shutil.copytree(src.env.public, public)
-    task = task_record(src.id, src.env.grade, src.env.thresholds, src.scores, reward, files=".")
+    task = task_record(src.id, src.env.grade, src.env.thresholds, src.scores, reward, files=".",
+                       board=src.env.board)
     (public / EVALUATOR).write_text(standalone_grader(task, name=EVALUATOR), encoding="utf-8")
     if paper_compatible:
         shutil.copyfile(src.env.answers, public / ANSWERS)

@@ -43,8 +43,10 @@ from ..config import Settings, load_settings
 from ..envs.layout import EnvSpec, GradeSpec, envs_root, new_build_dir
 from ..envs.provenance import IMPORTED_BACKEND
 from ..envs.storage import file_rows
+from ..envs.tree import require_plain_tree
 from ..errors import InvalidSubmission, SandmleError
 from ..grading.evaluator import run_evaluator as run_program
+from ..eval.boards import paper_thresholds
 from ..grading.external import direction_of, output_object, thresholds_of
 from ..grading.metrics import METRICS, get_metric
 from ..grading.score import score_submission
@@ -426,6 +428,8 @@ def verify_and_store(store: Store, sandbox: SandboxBackend, draft: ImportDraft, 
     verdict: Verdict = verify(sandbox, draft.build, draft.spec, seeds=tuple(range(settings.synthesis.ladder_seeds)),
                               media_col=media, rng=np.random.default_rng(0))
     status = "verified" if verdict.ok else "rejected"
+    if verdict.ok:
+        verdict.thresholds = paper_thresholds(draft.paper, verdict.thresholds)
     final = envs_root(store) / draft.env_id
     row = _row(draft, verdict, status, run_id, split, final)
     meta = {**{k: v for k, v in row.items() if k != "verification"}, "leaderboard": verdict.leaderboard,
@@ -463,13 +467,22 @@ def import_tasks(store: Store, folder: str | Path, *, split: str = "train", sett
     if split not in ("train", "heldout"):
         raise SandmleError(f"unknown split {split!r}; expected train or heldout")
     tasks = find_tasks(Path(folder).expanduser())
+    for task in tasks:  # every task, before anything runs, is copied or stored
+        require_plain_tree(task, "a task folder")
     settings = settings or load_settings()
-    run_id = store.runs.create("synthesis", {"mode": "envs import", "folder": str(Path(folder).resolve()),
-                                             "layout": LAYOUT, "split": split, "tasks": len(tasks)},
-                               name=f"envs import {Path(folder).name}")
     own = sandbox is None
+    # before the run is stored: a sandbox that cannot start (or confine) refuses in one line
     box = sandbox or get_backend(store=store, settings=with_solution_imports(settings.sandbox))
     outcomes: list[TaskOutcome] = []
+    try:
+        run_id = store.runs.create("synthesis", {"mode": "envs import", "folder": str(Path(folder).resolve()),
+                                                 "layout": LAYOUT, "split": split, "tasks": len(tasks),
+                                                 "isolation": box.isolation_note},
+                                   name=f"envs import {Path(folder).name}")
+    except BaseException:
+        if own:
+            box.close()
+        raise
     try:
         for task_dir in tasks:
             try:

@@ -12,6 +12,7 @@ from store.envs import EnvironmentRow, Leaderboard
 
 from ..envs.layout import EnvSpec
 from ..envs.provenance import provenance
+from ..envs.tree import require_plain_tree
 from ..errors import SandmleError
 from ..synthesis.solutions import LADDER, render_solution
 
@@ -36,6 +37,8 @@ class Source:
         env = EnvSpec.from_store(store, env_id)
         if not env.public.is_dir() or not env.answers.is_file():
             raise SandmleError(f"environment {env_id} has no files on disk ({env.dir})")
+        # an export never carries a link (to a host file, or another environment's answers), a device or a FIFO
+        require_plain_tree(env.dir, f"environment {env_id}")
         return cls(row=row, env=env, board=store.envs.leaderboard(env_id))
 
     @property

@@ -15,7 +15,7 @@ from typing import Any
 from ..envs.layout import EnvSpec
 from ..errors import GradingError, InvalidSubmission
 from .score import read_frame, score_submission
-from .thresholds import Thresholds, human_rank, thresholds
+from .thresholds import Thresholds, board_rank, rank_name, thresholds
 
 
 @dataclass
@@ -35,8 +35,12 @@ class GradeReport:
     median_threshold: float | None = None
     is_lower_better: bool = False
     error: str | None = None
-    #: 1 − (position − 1)/N against the environment's leaderboard (None without a board or a valid score)
-    human_rank: float | None = None
+    #: 1 − (position − 1)/N against the environment's leaderboard (None without a board or a valid score):
+    #: HumanRank on a real leaderboard, the rank among reference solutions on a population board (``rank_name``)
+    rank: float | None = None
+    #: the kind of board (:data:`engine.grading.thresholds.BOARDS`) and its size
+    board: str | None = None
+    board_entries: int | None = None
     submission_path: str | None = None
     created_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
@@ -45,7 +49,14 @@ class GradeReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "GradeReport":
+        if "rank" not in data and "human_rank" in data:  # reports stored before boards were named
+            data = {**data, "rank": data["human_rank"]}
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    @property
+    def rank_name(self) -> str:
+        """What :attr:`rank` is: HumanRank on a real leaderboard, else the rank among N reference solutions."""
+        return rank_name(self.board, self.board_entries)
 
     @property
     def medal(self) -> str | None:
@@ -59,11 +70,9 @@ def env_thresholds(env: EnvSpec) -> Thresholds | None:
     """The environment's medal thresholds: stored ones when present, else computed from its leaderboard."""
     lib = env.grade.lower_is_better
     if env.thresholds and all(k in env.thresholds for k in ("gold", "silver", "bronze", "median")):
-        t = env.thresholds
-        return Thresholds(gold=float(t["gold"]), silver=float(t["silver"]), bronze=float(t["bronze"]),
-                          median=float(t["median"]), lower_is_better=lib)
+        return Thresholds.from_dict({"board": env.board, **env.thresholds}, lib)
     if env.leaderboard:
-        return thresholds(env.leaderboard, lib)
+        return thresholds(env.leaderboard, lib, env.board)
     return None
 
 
@@ -90,6 +99,7 @@ def _blank(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
         gold_threshold=th.gold if th else None, silver_threshold=th.silver if th else None,
         bronze_threshold=th.bronze if th else None, median_threshold=th.median if th else None,
         submission_path=str(submission_path) if submission_path else None,
+        board=env.board if env.leaderboard or th else None, board_entries=len(env.leaderboard) or None,
     )
 
 
@@ -134,5 +144,5 @@ def grade(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
         report.any_medal = medal is not None
         report.above_median = th.above_median(score)
     if env.leaderboard:
-        report.human_rank = human_rank(score, env.leaderboard, spec.lower_is_better)
+        report.rank = board_rank(score, env.leaderboard, spec.lower_is_better)
     return report

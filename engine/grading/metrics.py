@@ -2,10 +2,18 @@
 
 Each metric takes ``(y_true, y_pred)`` as 2-D arrays shaped ``(rows, targets)`` (one column for single-target
 tasks; one column per class for probabilistic multiclass metrics) and returns a float.
+
+Degenerate inputs raise ``ValueError`` (a grade turns it into an invalid submission, with the reason) instead of a
+number that means nothing: no rows; NaN, inf or a missing label on either side; probabilities outside [0, 1]; log
+loss over fewer than two class columns (renormalising one column scores a perfect 0.0 for anything) or answers
+that are not one-hot; ROC-AUC over answers of one class; R² over constant answers; a quadratic weighted kappa
+with no disagreement to expect (answers and predictions one and the same class). Every entry of :data:`METRICS`
+and :data:`FAST_METRICS` goes through the same checks (:func:`_checked`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -63,7 +71,10 @@ def _f1(average):
 
 
 def _roc_auc(y, p):
-    return float(skm.roc_auc_score(_col(y).astype(int), _col(p).astype(float)))
+    y = _col(y).astype(int)
+    if len(np.unique(y)) < 2:
+        raise ValueError("the answers hold a single class: ROC-AUC is undefined")
+    return float(skm.roc_auc_score(y, _col(p).astype(float)))
 
 
 def _mean_col_auc(y, p):
@@ -78,6 +89,14 @@ def _log_loss(y, p):
     """Multiclass log loss. ``y`` holds one-hot columns (rows × classes); ``p`` probabilities, rows renormalised
     and clipped as Kaggle does."""
     y, p = np.asarray(y, dtype=float), np.clip(np.asarray(p, dtype=float), 1e-15, 1 - 1e-15)
+    if y.ndim != 2 or y.shape[1] < 2:
+        raise ValueError(f"log loss needs one probability column per class, at least two "
+                         f"({1 if y.ndim < 2 else y.shape[1]} given): a single renormalised column scores 0.0 for "
+                         "anything (binary log loss over one column is multilabel_log_loss)")
+    if p.shape != y.shape:
+        raise ValueError(f"{p.shape[1] if p.ndim == 2 else 1} prediction columns for {y.shape[1]} classes")
+    if not (np.isin(y, (0.0, 1.0)).all() and (y.sum(axis=1) == 1).all()):
+        raise ValueError("the answers are not one-hot (one 1 per row over the class columns)")
     p = p / p.sum(axis=1, keepdims=True)
     return float(-np.mean(np.sum(y * np.log(p), axis=1)))
 
@@ -115,11 +134,18 @@ def _mae(y, p):
 
 
 def _r2(y, p):
-    return float(skm.r2_score(_col(y).astype(float), _col(p).astype(float)))
+    y = _col(y).astype(float)
+    if np.ptp(y) == 0:
+        raise ValueError("the answers are constant: R² is undefined (no variance to explain)")
+    return float(skm.r2_score(y, _col(p).astype(float)))
 
 
 def _qwk(y, p):
-    return float(skm.cohen_kappa_score(_col(y).astype(int), np.rint(_col(p).astype(float)).astype(int), weights="quadratic"))
+    y, p = _col(y).astype(float).astype(int), np.rint(_col(p).astype(float)).astype(int)
+    if len(np.unique(np.concatenate([y, p]))) < 2:
+        raise ValueError("answers and predictions are one and the same class: quadratic weighted kappa is "
+                         "undefined")
+    return float(skm.cohen_kappa_score(y, p, weights="quadratic"))
 
 
 def map_at_k(actual: list, predicted: list[list], k: int = 3) -> float:
@@ -139,8 +165,56 @@ def _map3(y, p):
     return float(map_at_k(truth, preds, 3))
 
 
+def _missing(a: np.ndarray) -> bool:
+    """A label array holds a missing or non-finite value (None, a float NaN or inf)."""
+    a = np.asarray(a)
+    if a.dtype.kind in "fc":
+        return not bool(np.isfinite(a).all())
+    if a.dtype.kind != "O":
+        return False  # integers, booleans, strings: nothing missing
+    return any(v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)) for v in a.ravel())
+
+
+def _checked(fn: Callable[[np.ndarray, np.ndarray], float], prediction: str, *, numeric: bool,
+             probabilities: bool) -> Callable[[np.ndarray, np.ndarray], float]:
+    """``fn`` behind the checks every metric shares (the module docstring): no rows, a missing label, NaN or inf,
+    probabilities outside [0, 1] raise ``ValueError``; so does a result that is not a finite number."""
+
+    def run(y: np.ndarray, p: np.ndarray) -> float:
+        y, p = np.asarray(y), np.asarray(p)
+        if y.shape[0] == 0 or p.shape[0] == 0:
+            raise ValueError("no rows to score")
+        if y.shape[0] != p.shape[0]:
+            raise ValueError(f"{p.shape[0]} predictions for {y.shape[0]} answers")
+        if numeric:
+            for what, a in (("answers", y), ("predictions", p)):
+                try:
+                    values = a.astype(float)
+                except (TypeError, ValueError):
+                    raise ValueError(f"the {what} are not all numbers") from None
+                if not np.isfinite(values).all():
+                    raise ValueError(f"the {what} hold NaN or inf")
+            if probabilities and ((p.astype(float) < 0).any() or (p.astype(float) > 1).any()):
+                raise ValueError("probabilities must lie in [0, 1]")
+        elif _missing(y) or _missing(p):
+            raise ValueError("a label is missing (empty or NaN)")
+        value = float(fn(y, p))
+        if not np.isfinite(value):
+            raise ValueError(f"the metric is undefined on these values ({value})")
+        return value
+
+    run.__name__ = getattr(fn, "__name__", "metric")
+    run.__doc__ = fn.__doc__
+    return run
+
+
+def _guard(m: Metric) -> Metric:
+    numeric = m.prediction in ("value", "proba") or m.ordinal
+    return dataclasses.replace(m, fn=_checked(m.fn, m.prediction, numeric=numeric, probabilities=m.probabilities))
+
+
 METRICS: dict[str, Metric] = {
-    m.name: m
+    m.name: _guard(m)
     for m in [
         Metric("accuracy", _accuracy, False, "label", "share of rows whose label is right", 1.0, bounded=True,
                prose="accuracy (share of test rows whose label is right)",
@@ -194,7 +268,7 @@ def _auc_ranks(y, s) -> float:
     n1 = int(y.sum())
     n0 = len(y) - n1
     if n1 == 0 or n0 == 0:
-        raise ValueError("a single class")
+        raise ValueError("the answers hold a single class: ROC-AUC is undefined")
     r = rankdata(np.asarray(s, dtype=float))
     return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
@@ -203,7 +277,7 @@ def _mean_col_auc_ranks(y, p) -> float:
     y, p = np.asarray(y), np.asarray(p, dtype=float)
     scores = [_auc_ranks(y[:, j], p[:, j]) for j in range(y.shape[1]) if len(np.unique(y[:, j])) > 1]
     if not scores:
-        raise ValueError("no column has two classes")
+        raise ValueError("every target column has a single class: ROC-AUC is undefined")
     return float(np.mean(scores))
 
 
@@ -236,6 +310,10 @@ FAST_METRICS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "mae": lambda y, p: float(np.mean(np.abs(_f(_col(y)) - _f(_col(p))))),
     "multilabel_log_loss": _multilabel_log_loss_np,
 }
+#: the same checks as the library's functions (a fast function never scores what its metric refuses)
+FAST_METRICS = {name: _checked(fn, METRICS[name].prediction, numeric=METRICS[name].prediction in ("value", "proba")
+                               or METRICS[name].ordinal, probabilities=METRICS[name].probabilities)
+                for name, fn in FAST_METRICS.items()}
 
 
 def fast_fn(name: str) -> Callable[[np.ndarray, np.ndarray], float]:

@@ -58,8 +58,9 @@ def well_formed_share(report: GradeReport, turns: Sequence[Turn]) -> float:
     return sum(1 for m in marks if m) / len(marks)
 
 
-def human_rank(report: GradeReport, turns: Sequence[Turn]) -> float:
-    return float(report.human_rank or 0.0) if report.valid_submission else 0.0
+def board_rank(report: GradeReport, turns: Sequence[Turn]) -> float:
+    """The rank on the environment's board (HumanRank on a real leaderboard), 0 for an invalid submission."""
+    return float(report.rank or 0.0) if report.valid_submission else 0.0
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,9 @@ SCHEMES: dict[str, Scheme] = {
         description="0.1×format + 0.9×gold",
     ),
     "humanrank": Scheme(
-        "humanrank", (Term("valid", 0.2, valid_submission), Term("human_rank", 0.7, human_rank),
+        "humanrank", (Term("valid", 0.2, valid_submission), Term("rank", 0.7, board_rank),
                       Term("format", 0.1, well_formed_share)),
-        cap=1.0, description="+0.2 valid, +0.7×HumanRank, +0.1×format",
+        cap=1.0, description="+0.2 valid, +0.7×rank on the board (HumanRank on a real leaderboard), +0.1×format",
     ),
 }
 

@@ -1,2 +1,2 @@
-"""Models: the loader with its device and dtype rules (:mod:`.loading`), tiny local causal LMs for tests and
-CPU runs (:mod:`.tiny`), and adapter names (folders, run ids, ``RUN_ID@STEP``: :mod:`.adapters`)."""
+"""Models: the loader with its device and dtype rules (:mod:`.loading`) and adapter names (folders, run ids,
+``RUN_ID@STEP``: :mod:`.adapters`). The project's own tiny model lives in :mod:`engine.agents.tiny`."""

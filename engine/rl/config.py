@@ -1,8 +1,9 @@
 """One config dataclass per algorithm (as TRL does): every field carries help text, ``__post_init__`` rejects
 bad values with a ``ValueError`` naming the field, and :func:`load_config` merges a ``--config FILE.toml`` with
 command-line flags (unknown keys are rejected with the key and the file). For keys neither sets, the model's own
-defaults come first (``tiny``'s recipe: :mod:`.recipe`), then the dataclass defaults. Where code runs and who runs
-it are not here: they are the settings' ``[sandbox]`` and ``[executor]`` (a run stores the ones it ran under)."""
+defaults come first (``tiny``'s recipe: :mod:`engine.agents.tiny.recipe`), then the dataclass defaults. Where code
+runs and who runs it are not here: they are the settings' ``[sandbox]`` and ``[executor]`` (a run stores the ones it
+ran under)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, TypeVar
 
 from ..agents.scaffolds import SCAFFOLDS
 from ..errors import ConfigError
-from .recipe import defaults as model_defaults
+from ..agents.tiny.recipe import defaults as model_defaults
 
 
 def _option(default: Any, help: str, **kw: Any) -> Any:
@@ -211,8 +212,8 @@ C = TypeVar("C", GRPOConfig, SFTConfig)
 
 def load_config(cls: type[C], path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> C:
     """Build a config from a TOML file (top level or a ``[grpo]``/``[sft]`` table) plus overrides (flags set
-    by the user; ``None`` values are ignored), then the model's own defaults (:mod:`.recipe`) for keys neither
-    sets. Errors become :class:`ConfigError` naming the key and file."""
+    by the user; ``None`` values are ignored), then the model's own defaults (:mod:`engine.agents.tiny.recipe`)
+    for keys neither sets. Errors become :class:`ConfigError` naming the key and file."""
     data: dict[str, Any] = {}
     where = "flags"
     if path is not None:

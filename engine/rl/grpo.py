@@ -48,7 +48,8 @@ from .curriculum import Curriculum
 from .health import CollapseWatch
 from .distributed import ONE, Processes, TokenLogProbs
 from .modeling import load_for_training, resolve_model
-from .objective import GroupStats, TokenSequence, build_sequence, group_advantages
+from .objective import GroupStats, TokenSequence, group_advantages
+from .render import reply_sequences
 from .rollouts import PendingStep, PolicyRef, Rollout, RolloutItem, fresh, launch, staleness, stored_plan
 from .update import UpdateStats, grpo_update, make_optimizer
 
@@ -91,14 +92,14 @@ def select_envs(store: Store, cfg: GRPOConfig) -> list[str]:
 def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float | None]:
     """What the step's rollouts (every process's) scored and how they ran."""
     rewards = [r.reward for r in rollouts]
-    ranks = [r.human_rank for r in rollouts if r.human_rank is not None]
+    ranks = [r.rank for r in rollouts if r.rank is not None]
     lags = [r.staleness for r in rollouts if r.staleness is not None]
     wall = sum(r.wall_s for r in rollouts) or 1e-9
     return {
         "reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
         "valid_rate": statistics.fmean(r.valid for r in rollouts),
         "medal_rate": statistics.fmean(r.medal for r in rollouts),
-        "human_rank": statistics.fmean(ranks) if ranks else None,
+        "rank": statistics.fmean(ranks) if ranks else None,
         "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
         "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
         "staleness_mean": statistics.fmean(lags) if lags else None,
@@ -146,7 +147,8 @@ class GRPOTrainer:
         #: that cannot start fails before the run is stored
         self.executor: Executor = get_executor(kind, workers=cfg.rollout_workers, store=store, sandbox=self.sandbox,
                                                address=self.executor_settings.ray_address, on_lost=on_lost).prepare()
-        config = {**asdict(cfg), "sandbox": self.sandbox.model_dump(), "executor": self.executor_settings.model_dump()}
+        config = {**asdict(cfg), "sandbox": self.sandbox.model_dump(), "isolation": self.sandbox.isolation_note,
+                  "executor": self.executor_settings.model_dump()}
         if run_id is None and processes.is_main:
             run_id = new_id("grpo")
             store.runs.create("grpo", config, name=cfg.name, parent_id=parent_id,
@@ -204,7 +206,8 @@ class GRPOTrainer:
         ckpt = self.store.runs.latest_checkpoint(self.run_id)
         if ckpt is not None:
             if not verify(ckpt):
-                raise TrainingError(f"checkpoint {ckpt['path']} does not match its recorded hash")
+                raise TrainingError(f"checkpoint {ckpt['path']} does not match its recorded hashes (adapter, "
+                                    "trainer state): refused")
             load_adapter_weights(self.model, ckpt["path"])
             state = load_state(ckpt["path"])
             if "optimizer" in state:
@@ -312,15 +315,17 @@ class GRPOTrainer:
         built = self._sequences(mine, step)
         rollouts, stats = self._advantages(mine)
         by_id = {r.id: (a, w) for r, a, w in zip(rollouts, stats.advantages, stats.weights)}
-        seqs = []
-        for r, seq in zip(mine, built):
-            if isinstance(seq, ValueError):
+        seqs: list[TokenSequence] = []
+        owners: list[str] = []  # the rollout of each sequence: its advantage and weight, counted once
+        for r, got in zip(mine, built):
+            if isinstance(got, ValueError):
                 if by_id[r.id][1] > 0:
-                    raise TrainingError(f"trajectory {r.id}: {seq}")
-                seq = TokenSequence([], [], [])  # masked anyway: its tokens are not needed
-            seqs.append(seq)
+                    raise TrainingError(f"trajectory {r.id}: {got}")
+                got = [TokenSequence([], [], [])]  # masked anyway: its tokens are not needed
+            seqs.extend(got)
+            owners.extend([r.id] * len(got))
         t_upd = time.perf_counter()
-        update = self._update(seqs, [by_id[r.id][0] for r in mine], [by_id[r.id][1] for r in mine])
+        update = self._update(seqs, [by_id[o][0] for o in owners], [by_id[o][1] for o in owners], owners)
         update_s = time.perf_counter() - t_upd
         self.publish(step)
         metrics = {
@@ -347,16 +352,19 @@ class GRPOTrainer:
                 self.on_warning(warning)
         return metrics
 
-    def _sequences(self, mine: list[Rollout], step: int) -> list[TokenSequence | ValueError]:
-        """Each rollout's exact token sequence (or why it has none); marks the over-long ones and stores how many
-        updates behind the trained weights each one's sampling weights are (those staler than allowed: refused)."""
-        built: list[TokenSequence | ValueError] = []
+    def _sequences(self, mine: list[Rollout], step: int) -> list[list[TokenSequence] | ValueError]:
+        """Each rollout's exact token sequences — one per reply context of the scaffold (:func:`reply_sequences`:
+        an aide reply under the two messages it was sampled from, not the whole transcript) — or why it has none;
+        marks the over-long ones and stores how many updates behind the trained weights each one's sampling weights
+        are (those staler than allowed: refused)."""
+        built: list[list[TokenSequence] | ValueError] = []
         for r in mine:
             try:
-                built.append(build_sequence(r.turns))
+                built.append(reply_sequences(self.cfg.scaffold, r.turns))
             except ValueError as exc:
                 built.append(exc)
-            r.overlong = isinstance(built[-1], TokenSequence) and len(built[-1].input_ids) > self.cfg.max_seq_len
+            got = built[-1]
+            r.overlong = not isinstance(got, ValueError) and any(len(s.input_ids) > self.cfg.max_seq_len for s in got)
             r.staleness = staleness(r, step - 1)
             r.stale = not fresh(r, step - 1, self.cfg.max_staleness)
         self.store.trajectories.set_staleness({r.id: r.staleness for r in mine})
@@ -378,7 +386,8 @@ class GRPOTrainer:
             self.curriculum.update(members[0].env_id, [m.reward for m in members if not m.masked])
         return rollouts, stats
 
-    def _update(self, seqs: list[TokenSequence], advantages: list[float], weights: list[float]) -> UpdateStats:
+    def _update(self, seqs: list[TokenSequence], advantages: list[float], weights: list[float],
+                owners: list[str] | None = None) -> UpdateStats:
         """One GRPO update on this process's sequences; the sampler pauses unless rollouts overlap the update (they
         then sample from their own copy of the weights)."""
         cfg = self.cfg
@@ -389,7 +398,7 @@ class GRPOTrainer:
             return grpo_update(self.scorer, self.optimizer, seqs, advantages, weights, clip_low=cfg.clip_low,
                                clip_high=cfg.clip_high, kl_coef=cfg.kl_coef, micro_batch=cfg.micro_batch, mu=cfg.mu,
                                max_grad_norm=cfg.max_grad_norm, pad_id=self.tokenizer.pad_token_id or 0,
-                               device=self.device, tis_cap=cfg.tis_cap, processes=self.processes)
+                               device=self.device, tis_cap=cfg.tis_cap, processes=self.processes, owners=owners)
         finally:
             if pause is not None:
                 pause.wake_up()

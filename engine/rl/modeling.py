@@ -9,7 +9,7 @@ from typing import Any
 
 from store import Store
 
-from ..agents.policies import tiny_model as tiny
+from ..agents import tiny
 from ..errors import TrainingError
 from ..models.adapters import LORA_TARGETS
 from ..models.loading import from_pretrained, pick_device

@@ -9,6 +9,7 @@ from store.trajectories import Turn
 
 from ..agents.policies.chat import ChatFormat
 from ..agents.scaffolds import aide
+from .objective import TokenSequence, build_sequence
 
 
 def render_turns(tokenizer: Any, turns: Sequence[Turn]) -> list[list[int]]:
@@ -40,3 +41,11 @@ def reply_views(scaffold: str, turns: Sequence[Turn]) -> list[list[Turn]]:
     if scaffold == "aide":
         return aide.reply_contexts(turns)
     return [list(turns)]
+
+
+def reply_sequences(scaffold: str, turns: Sequence[Turn]) -> list[TokenSequence]:
+    """The token sequences GRPO trains one trajectory on: one per :func:`reply_views` view, each reply under the
+    exact context it was sampled from (react, oneshot: the whole episode; aide: the system prompt and the step's
+    prompt), so the trainer's log-probs are those of the policy that sampled it and every model token is trained
+    once. ``ValueError`` when a turn has no token ids."""
+    return [build_sequence(view) for view in reply_views(scaffold, turns)]

@@ -60,8 +60,9 @@ class Rollout:
                                                        "silver", "bronze"))
 
     @property
-    def human_rank(self) -> float | None:
-        v = self.grade.get("human_rank")
+    def rank(self) -> float | None:
+        """The rank on the environment's board (HumanRank on a real leaderboard)."""
+        v = self.grade.get("rank", self.grade.get("human_rank"))
         return float(v) if isinstance(v, (int, float)) else None
 
     @classmethod

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from store import Store, sha256_file
+from store import Store, fsync_folder, sha256_file
 from store.runs import new_id
 from store.trajectories import Trajectory
 
@@ -100,7 +100,7 @@ class SFTRun:
     def train(self) -> dict[str, Any]:
         os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
         import datasets  # heavy optional dependency: loaded only when used
-        from transformers import PrinterCallback, ProgressCallback  # heavy: loaded when used
+        from transformers import PrinterCallback, ProgressCallback, set_seed  # heavy: loaded when used
         from transformers.utils import logging as hf_logging  # heavy optional dependency: loaded only when used
         from trl import SFTTrainer  # heavy optional dependency: loaded only when used
 
@@ -110,6 +110,7 @@ class SFTRun:
         cfg, store, run_id = self.cfg, self.store, self.run_id
         adapter = resolve_adapter(cfg.adapter, store) if cfg.adapter else None
         base = resolve_model(cfg.model, store)
+        set_seed(cfg.seed)  # the new LoRA's initial weights come from the seed, not from whatever ran before
         model, tok, device = load_for_training(base, adapter=adapter, lora_r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
                                                lora_dropout=cfg.lora_dropout, modules_to_save=cfg.lora_modules_to_save,
                                                device=self.processes.device or cfg.device, full=cfg.full_finetune)
@@ -160,6 +161,8 @@ class SFTRun:
         if not self.cfg.full_finetune:
             final = self.run_dir / "adapter"
             trainer.save_model(str(final))
+            if self.processes.is_main:
+                fsync_folder(final)  # on the disk before the run's row says where it is
             return {"adapter": str(final)}
         final = self.run_dir / "model"
         trainer.save_model(str(final))
@@ -169,6 +172,7 @@ class SFTRun:
             meta = json.loads(meta_file.read_text()) if meta_file.is_file() else {}
             (final / "sandmle.json").write_text(json.dumps({**meta, "trained_from": base, "sft_run": self.run_id},
                                                            indent=2))
+            fsync_folder(final)
         return {"model": str(final)}
 
     def _training_args(self, device: str) -> Any:
@@ -210,6 +214,7 @@ class SFTRun:
                 path = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 f = path / ("model.safetensors" if outer.cfg.full_finetune else "adapter_model.safetensors")
                 if main and f.is_file():
+                    fsync_folder(path)  # written in place by the trainer: on the disk before the store records it
                     store.runs.add_checkpoint(run_id, state.global_step, str(path), sha256_file(f),
                                               state={"format": "transformers-trainer"})
 

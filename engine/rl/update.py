@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Hashable, Iterator, Sequence
 
 import torch
 
@@ -34,7 +34,7 @@ def grpo_update(
     scorer: Any, optimizer: torch.optim.Optimizer, seqs: Sequence[TokenSequence], advantages: Sequence[float],
     weights: Sequence[float], *, clip_low: float = 0.2, clip_high: float = 0.28, kl_coef: float = 0.0,
     micro_batch: int = 4, mu: int = 1, max_grad_norm: float = 1.0, pad_id: int = 0, device: str = "cpu",
-    tis_cap: float = 2.0, processes: Processes = ONE,
+    tis_cap: float = 2.0, processes: Processes = ONE, owners: Sequence[Hashable] | None = None,
 ) -> UpdateStats:
     """``mu`` passes of: token-mean clipped loss over every model token of the trajectories with weight > 0,
     accumulated over micro-batches, then one clipped optimizer step. Trajectories with weight 0 (skipped
@@ -55,7 +55,8 @@ def grpo_update(
     normalizer = processes.total(sum(weights[i] * seqs[i].model_tokens for i in keep))
     if normalizer <= 0:
         return stats
-    stats.trained_trajectories = int(processes.total(len(keep)))
+    # a trajectory may be several sequences (one per reply context: aide); ``owners`` says whose each one is
+    stats.trained_trajectories = int(processes.total(len({owners[i] for i in keep} if owners is not None else keep)))
     stats.trained_tokens = int(processes.total(sum(seqs[i].model_tokens for i in keep)))
     # a process without trajectories of its own still takes part in every gradient exchange, with a zero loss
     chunks = [keep[j:j + micro_batch] for j in range(0, len(keep), micro_batch)] or [[]]

@@ -15,11 +15,12 @@ from .base import Limits, RunMeta, RunResult, SandboxBackend, Workspace
 
 def get_backend(name: str | None = None, *, store: Store | None = None, settings: SandboxSettings | None = None,
                 limits: Limits | None = None, root: str | Path | None = None, warm: bool | None = None,
-                isolation: str = "auto") -> SandboxBackend:
+                isolation: str | None = None) -> SandboxBackend:
     """The backend ``name`` of :data:`engine.backends.SANDBOX_BACKENDS` (default: the one ``settings`` names, else
     local) with the limits and options of ``settings`` (``[sandbox]``); ``limits``, ``warm`` and ``isolation``
     override them where the backend takes them (its ``OPTIONS``: local). A backend that cannot start here raises
-    :class:`SandboxError` (one line saying why)."""
+    :class:`SandboxError` (one line saying why): a local backend that can confine nothing here raises
+    :class:`~engine.errors.IsolationMissing` unless ``none`` was asked for by name."""
     name = name or (settings.backend if settings is not None else "local")
     if name not in SANDBOX_BACKENDS:
         raise SandboxError(SANDBOX_BACKENDS.unknown(name))

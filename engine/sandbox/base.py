@@ -9,6 +9,7 @@ imported lazily by :func:`get_backend`.
 from __future__ import annotations
 
 import abc
+import errno
 import shutil
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -19,7 +20,7 @@ from store import Store
 from store.common import JSON
 
 from ..config import SandboxSettings
-from ..errors import FileTooLarge, SandboxError
+from ..errors import FileTooLarge, SandboxError, WorkspaceFault
 from .text import head_tail
 
 #: the isolation features a run had (namespaces, cgroups, warm, ...): on/off, or a name (mode, image)
@@ -85,7 +86,7 @@ def isolation_label(iso: Isolation) -> str:
     """One line for a run's isolation record (the bench table's column, the same record `sandbox run` prints)."""
     if iso.get("mode") == "docker":
         return "docker: container, network none" + (", own uid" if iso.get("unprivileged_uid") else "")
-    parts = ["namespaces" if iso.get("namespaces") else "NO namespaces"]
+    parts = ["namespaces" if iso.get("namespaces") else "UNISOLATED (no namespaces)"]
     if iso.get("user_namespace"):
         parts[0] += " in a user namespace"
     run_as = str(iso.get("run_as", ""))
@@ -200,7 +201,8 @@ class HostFolderFiles:
         root = self.path.resolve()
         target = (self.path / relpath).resolve()
         if target != root and root not in target.parents:
-            raise SandboxError(f"path {relpath!r} is outside the workspace")
+            raise WorkspaceFault(f"path {relpath!r} is outside the workspace"
+                                 + (" (a link made in it leads out)" if ".." not in Path(relpath).parts else ""))
         return target
 
     def size(self, relpath: str) -> int | None:
@@ -221,17 +223,26 @@ class HostFolderFiles:
 
     def write_file(self, relpath: str, data: bytes) -> None:
         target = self._safe(relpath)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        except OSError as exc:  # what a run left there: a folder in the file's place, a file in a folder's, ...
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS) and not getattr(self, "quota", False):
+                raise SandboxError(f"cannot write {relpath}: {exc.strerror or exc} (the host's disk)") from None
+            raise WorkspaceFault(f"cannot write {relpath}: {exc.strerror or exc}"
+                                 + (" (a folder is in its place)" if target.is_dir() else "")) from None
         self._after_write(target)
 
     def link(self, relpath: str, target: str) -> None:
         where = self.path / relpath
         self._safe(str(Path(relpath).parent / target))  # the target must stay inside
         self._safe(str(Path(relpath).parent))
-        where.parent.mkdir(parents=True, exist_ok=True)
-        if not where.is_symlink():
-            where.symlink_to(target)
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            if not where.is_symlink():
+                where.symlink_to(target)
+        except OSError as exc:
+            raise WorkspaceFault(f"cannot link {relpath}: {exc.strerror or exc}") from None
         self._after_write(where)
 
     def copy_in(self, source: Path, relpath: str = ".") -> None:
@@ -270,12 +281,15 @@ class HostFolderFiles:
     def remove(self, relpath: str) -> None:
         target = self.path / relpath
         self._safe(str(Path(relpath).parent))
-        if target.is_dir() and not target.is_symlink():
-            if self._safe(relpath) == self.path.resolve():
-                raise SandboxError("cannot remove the workspace itself")
-            shutil.rmtree(target)
-        else:
-            target.unlink(missing_ok=True)
+        try:
+            if target.is_dir() and not target.is_symlink():
+                if self._safe(relpath) == self.path.resolve():
+                    raise SandboxError("cannot remove the workspace itself")
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
+        except OSError as exc:
+            raise WorkspaceFault(f"cannot remove {relpath}: {exc.strerror or exc}") from None
 
     def _after_write(self, target: Path) -> None:
         """Called after each write (default: nothing)."""
@@ -291,6 +305,11 @@ class SandboxBackend(abc.ABC):
     @abc.abstractmethod
     def open(self, source: Path | None = None, *, label: str | None = None) -> Workspace:
         """A fresh workspace holding a copy of ``source`` (an environment's public/ dir, or any folder)."""
+
+    @property
+    def isolation_note(self) -> str:
+        """What a run record says about the isolation this backend's runs have (``unisolated`` where none)."""
+        return self.name
 
     def close(self) -> None:
         """Release what the backend holds (warm workers, clients)."""

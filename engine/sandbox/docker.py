@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 from store import Store, owners
 
 from ..config import SandboxSettings
-from ..errors import FileTooLarge, SandboxError
+from ..errors import FileTooLarge, SandboxError, WorkspaceFault
 from .base import (
     Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish, record_start,
 )
@@ -206,7 +206,14 @@ class DockerWorkspace(Workspace):
             self._parents(tar, rel)
             tar.addfile(self._info(rel, size=len(data), mode=0o666), io.BytesIO(data))
 
-        self._put(add)
+        import docker.errors  # heavy optional dependency: loaded only when used
+
+        try:
+            self._put(add)
+        except docker.errors.APIError as exc:  # a folder a run made in the file's place: the run's doing
+            if "directory" not in str(exc).lower():
+                raise
+            raise WorkspaceFault(f"cannot write {relpath}: {str(exc).splitlines()[0][:200]}") from None
 
     def link(self, relpath: str, target: str) -> None:
         rel = posixpath.relpath(self._abs(relpath), WORKDIR)
@@ -299,7 +306,9 @@ class DockerWorkspace(Workspace):
         log_path = self.backend.log_dir / f"{run_id}.log"
         iso = self.backend.isolation()
         store = self.backend.store
-        record_start(store, run_id=run_id, backend="docker", argv=argv, limits=limits, isolation=iso, warnings=[],
+        # a run asked to be warm never goes cold silently
+        said = ["--warm: the docker backend has no warm worker (each command is a fresh exec): ran cold"] if warm else []
+        record_start(store, run_id=run_id, backend="docker", argv=argv, limits=limits, isolation=iso, warnings=said,
                      log_path=log_path, workdir=f"{self.container.short_id}:{WORKDIR}", meta=meta)
         start = time.monotonic()
         try:
@@ -309,7 +318,7 @@ class DockerWorkspace(Workspace):
             why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"sandbox error: {exc!r}"
             record_finish(store, RunResult(run_id=run_id, status="killed", exit_code=None,
                                            wall_s=time.monotonic() - start, stderr_tail=why[:2000],
-                                           warnings=[why], isolation=iso))
+                                           warnings=said + [why], isolation=iso))
             raise
         code = self._exit_code(exec_id)
         wall = time.monotonic() - start
@@ -328,7 +337,7 @@ class DockerWorkspace(Workspace):
         result = RunResult(run_id=run_id, status=status, exit_code=code, wall_s=wall, cpu_s=cpu_s,
                            stdout_tail=head_tail(stdout, limits.tail_chars),
                            stderr_tail=head_tail(stderr, limits.tail_chars), log_path=str(log_path),
-                           warnings=[reason] if reason else [], isolation=iso)
+                           warnings=said + ([reason] if reason else []), isolation=iso)
         record_finish(store, result)
         return result
 

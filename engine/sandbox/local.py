@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from store import Store, owners
 
-from ..config import SandboxSettings
-from ..errors import SandboxError
+from ..config import ISOLATIONS, SandboxSettings
+from ..errors import IsolationMissing, SandboxError
 from . import cgroups, pidns
 from . import features as _features
 from .base import (
@@ -39,6 +39,19 @@ from .child import RunHandle, run_env, venv_python
 from .text import head_tail
 from .verdict import classify
 from .warm import WarmError, WarmWorker
+
+
+#: how to get isolation where none can be had (the refusal's hint, and doctor's fix)
+GET_ISOLATION = ("install bubblewrap: apt-get install -y bubblewrap; or allow user namespaces: sysctl "
+                 "user.max_user_namespaces=15000 (Ubuntu 24.04: also kernel.apparmor_restrict_unprivileged_userns=0);"
+                 " or use Docker: --sandbox-backend docker; or run unisolated by name: --isolation none")
+
+
+def missing_isolation(f: _features.Features) -> str:
+    """One line: why the local backend can confine nothing here, and that untrusted code is refused."""
+    bwrap = "bubblewrap is not installed" if not f.bwrap else "bubblewrap cannot make its namespaces here"
+    return (f"no sandbox isolation here: the jail cannot be made ({f.namespaces_error or 'no namespaces'}) and "
+            f"{bwrap}; refusing to run agent code, generator programs or evaluators unisolated")
 
 
 #: run inside bubblewrap before the command: RLIMIT_NPROC, counted in bubblewrap's user namespace
@@ -68,11 +81,28 @@ class LocalWorkspace(HostFolderFiles, Workspace):
         """Run a command. ``python FILE`` (a file in the workspace, no options) may go to the warm worker:
         ``warm=True`` asks for it; by default commands run cold."""
         script = None
-        if warm and not isinstance(command, str) and len(command) == 2 and command[0] in ("python", "python3"):
-            candidate = str(command[1])
-            if not candidate.startswith("-") and self._safe(candidate).is_file():
-                script = candidate
-        return self.backend._run(self, command, limits=limits, meta=meta, warm=script is not None, script=script)
+        cold_why = None
+        if warm:
+            script, cold_why = self._warm_script(command)
+        return self.backend._run(self, command, limits=limits, meta=meta, warm=script is not None, script=script,
+                                 cold_why=cold_why)
+
+    def _warm_script(self, command: Sequence[str] | str) -> tuple[str | None, str | None]:
+        """The workspace file a warm run would execute, or why the command must run cold (said in its warnings:
+        a run asked to be warm never goes cold silently)."""
+        ran_cold = "the warm worker runs `python FILE` only (a file in the workspace, no options): ran cold"
+        if isinstance(command, str) or len(command) < 1 or command[0] not in ("python", "python3"):
+            return None, f"--warm: not a Python command; {ran_cold}"
+        if len(command) != 2 or str(command[1]).startswith("-"):
+            return None, f"--warm: `{' '.join(map(str, command[:3]))}` has options; {ran_cold}"
+        candidate = str(command[1])
+        try:
+            found = self._safe(candidate).is_file()
+        except SandboxError:
+            found = False
+        if not found:
+            return None, f"--warm: {candidate} is not a file in the workspace; {ran_cold}"
+        return candidate, None
 
     def run_python(self, code: str, *, limits: Limits | None = None, meta: RunMeta | None = None,
                    filename: str = "_step.py", warm: bool | None = None) -> RunResult:
@@ -132,20 +162,27 @@ class LocalBackend(SandboxBackend):
 
     def __init__(self, *, store: Store | None = None, settings: SandboxSettings | None = None,
                  root: str | Path | None = None, limits: Limits | None = None, warm: bool | None = None,
-                 isolation: str = "auto"):
-        """``isolation``: ``auto`` (the jail where namespaces can be made — as root, or in a user namespace of
-        its own — else bubblewrap, else rlimits only), ``jail``, ``bwrap`` (cold runs under bubblewrap, where
-        user namespaces are only open to it) or ``none`` (rlimits only)."""
+                 isolation: str | None = None):
+        """``isolation`` (default: ``settings.isolation``, ``[sandbox] isolation``): ``auto`` (the jail where
+        namespaces can be made — as root, or in a user namespace of its own — else bubblewrap, else
+        :class:`IsolationMissing`: nothing runs), ``jail``, ``bwrap`` (cold runs under bubblewrap, where user
+        namespaces are only open to it) or ``none`` (rlimits only: every run is recorded as unisolated)."""
         settings = settings or SandboxSettings()
         self.store = store
         self.default_limits = limits or Limits.from_settings(settings)
         self.warm = settings.warm if warm is None else warm
         self.warm_imports = list(settings.warm_imports)
-        if isolation not in ("auto", "jail", "bwrap", "none"):
+        isolation = settings.isolation if isolation is None else isolation
+        if isolation not in ISOLATIONS:
             raise SandboxError(f"isolation must be auto, jail, bwrap or none, not {isolation!r}")
         self.features = _features.detect()
         if isolation == "auto":
-            isolation = "jail" if self.features.namespaces else ("bwrap" if _features.bwrap_works() else "none")
+            if self.features.namespaces:
+                isolation = "jail"
+            elif _features.bwrap_works():
+                isolation = "bwrap"
+            else:
+                raise IsolationMissing(missing_isolation(self.features), hint=GET_ISOLATION)
         if isolation == "jail" and not self.features.namespaces:
             raise SandboxError(f"the jail needs namespaces: {self.features.namespaces_error}")
         if isolation == "bwrap" and not _features.bwrap_works():
@@ -221,6 +258,10 @@ class LocalBackend(SandboxBackend):
                 self._warm_worker = None
 
     # ------------------------------------------------------------------ isolation record
+    @property
+    def isolation_note(self) -> str:
+        return "unisolated" if self.mode == "none" else self.mode
+
     def run_as(self) -> str:
         f = self.features
         if self.as_nobody:
@@ -240,6 +281,7 @@ class LocalBackend(SandboxBackend):
         iso: Isolation = {
             "mode": self.mode, "namespaces": ns, "network_off": ns, "private_root": ns, "user_namespace": in_userns,
             "unprivileged_uid": self.as_nobody or (ns and not f.root), "run_as": self.run_as(),
+            "unisolated": not ns,
             "rlimits": True, "disk_quota": quota, "warm": warm, "cgroup": cg.version if cg is not None else None,
             **(cg.features() if cg is not None else
                {"cgroup_pids": False, "cgroup_memory": False, "cgroup_cpuacct": False}),
@@ -247,8 +289,9 @@ class LocalBackend(SandboxBackend):
         }
         warnings = []
         if not ns:
-            warnings.append("no namespaces: network, the store, the data dir and private/ files are NOT hidden "
-                            f"({f.namespaces_error or 'isolation disabled'}); a setsid daemon may outlive its run")
+            warnings.append("unisolated (isolation = none, asked for by name): no namespaces, so the network, the "
+                            "store, the data dir and private/ files are NOT hidden; a setsid daemon may outlive its "
+                            "run")
         if "NOT enforced" in limits["processes"]:
             warnings.append("no pids cgroup and the run keeps root: the process limit is NOT enforced")
         return iso, warnings
@@ -327,7 +370,7 @@ class LocalBackend(SandboxBackend):
         return RunHandle(proc.pid, proc=proc)
 
     def _run(self, ws: LocalWorkspace, command: Sequence[str] | str, *, limits: Limits | None,
-             meta: RunMeta | None, warm: bool, script: str | None = None) -> RunResult:
+             meta: RunMeta | None, warm: bool, script: str | None = None, cold_why: str | None = None) -> RunResult:
         if ws._closed:
             raise SandboxError("the workspace is closed")
         limits = limits or self.default_limits
@@ -338,7 +381,7 @@ class LocalBackend(SandboxBackend):
             argv[0] = venv_python()
         run_id = new_run_id()
         log_path = self.log_dir / f"{run_id}.log"
-        warnings: list[str] = []
+        warnings: list[str] = [cold_why] if cold_why else []
         worker = None
         if warm:
             worker = self.warm_worker()

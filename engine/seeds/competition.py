@@ -6,8 +6,9 @@ to the split ``real`` (evaluation only: never selected by training or by ``all``
 an explicit ``--metric``, or the one a ``seeds import --metric`` recorded for the folder; its known classes are
 the training labels plus the answers' (a submitted label outside them is invalid).
 
-Every competition passes the exploit audit (:mod:`engine.grading.audit`) against its own leaderboard's gold
-threshold before it is used: one whose public files give the answers away is refused, naming the file and the
+Every competition passes the exploit audit (:mod:`engine.grading.audit`) against its own leaderboard's bronze
+threshold before it is used (one without a leaderboard gets a population board when it is evaluated:
+:mod:`engine.eval.boards`): one whose public files give the answers away is refused, naming the file and the
 column (its public files are what it declares; the report is cached under ``envs-imported/.audit/``).
 """
 
@@ -21,6 +22,7 @@ from pathlib import Path
 from store import Store
 
 from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec, GradeSpec
+from ..envs.tree import require_plain_tree
 from ..errors import ExploitFound, SandmleError
 from ..grading.audit import audit_env, declare_all, require_clean
 from ..grading.metrics import get_metric
@@ -51,6 +53,9 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str
     grader; without it, the metric a previous ``seeds import --metric`` stored for the folder applies."""
     folder = Path(folder).resolve()
     meta = Path(meta).resolve() if meta is not None else folder
+    # before anything is read, copied or declared: a link in public/ would become agent-visible (and exported)
+    for tree in dict.fromkeys((folder, meta)):
+        require_plain_tree(tree, "an MLE-bench competition folder")
     cfg = read_yaml(meta / "config.yaml")
     stored = _stored_metric(store, str(cfg.get("id")), folder)
     seed = load_mlebench_folder(folder, metric, stored_metric=stored, meta=meta)
@@ -84,7 +89,9 @@ def env_from_mlebench(folder: str | Path, cache_root: str | Path, *, metric: str
     (dest / "private" / "grade.json").write_text(json.dumps(spec.to_dict(), indent=2))
     (dest / "env.json").write_text(json.dumps({
         "id": env_id, "title": seed.title, "modality": seed.modality, "seed_id": None, "split": REAL_SPLIT,
-        "leaderboard": [{"name": f"kaggle-{i}", "score": s} for i, s in enumerate(seed.leaderboard or [])],
+        "leaderboard": [{"name": f"kaggle-{i}", "score": s, "source": "human"} for i, s in enumerate(seed.leaderboard or [])],
+        # a real leaderboard of people: the rank on it is HumanRank (without one: a population board, engine.eval.boards)
+        "board": "human" if seed.leaderboard else None,
         "source": str(folder)}, indent=2))
     env = EnvSpec.from_dir(dest)
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 from store import Store
 
 from ..errors import ExploitFound, SandmleError, SeedError
+from ..envs.tree import require_plain_tree
 from .competition import env_from_mlebench
 from .mlebench import find_prepared, is_mlebench_folder, load_mlebench_folder
 from .seed import Seed, load_seed_folder
@@ -24,14 +25,18 @@ def discover(path: str | Path) -> list[Seed]:
     if not path.is_dir():
         raise SeedError(f"{path}: expected a folder (a seed folder or a folder of seed folders)")
     if (path / "seed.toml").is_file():
+        require_plain_tree(path, "a seed folder")
         return [load_seed_folder(path)]
     if is_mlebench_folder(path):
+        require_plain_tree(path, "an MLE-bench competition folder")
         return [load_mlebench_folder(path)]
     seeds = []
-    for child in sorted(p for p in path.iterdir() if p.is_dir()):
+    for child in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()):
         if (child / "seed.toml").is_file():
+            require_plain_tree(child, "a seed folder")
             seeds.append(load_seed_folder(child))
         elif is_mlebench_folder(child):
+            require_plain_tree(child, "an MLE-bench competition folder")
             seeds.append(load_mlebench_folder(child))
     if not seeds:
         raise SeedError(f"{path}: no seed folders found (need seed.toml, or config.yaml for MLE-bench)")

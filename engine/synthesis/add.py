@@ -58,12 +58,18 @@ def add_program(store: Store, seed_id: str, program: str, *, description: str | 
         raise ConfigError("--timeout must be > 0 seconds")
     synthesis = settings.synthesis if timeout_s is None else \
         settings.synthesis.model_copy(update={"generator_timeout_s": timeout_s})
-    run_id = store.runs.create("synthesis", {"seed_id": seed_id, "mode": "envs add", "metric": metric,
-                                             "rng_seed": rng_seed, "timeout_s": synthesis.generator_timeout_s},
-                               name=f"envs add {seed_id}")
     own_sandbox = sandbox is None
-    if own_sandbox:
+    if own_sandbox:  # before the run is stored: a sandbox that cannot start (or confine) refuses in one line
         sandbox = get_backend(store=store, settings=with_solution_imports(settings.sandbox))
+    try:
+        run_id = store.runs.create("synthesis", {"seed_id": seed_id, "mode": "envs add", "metric": metric,
+                                                 "rng_seed": rng_seed, "timeout_s": synthesis.generator_timeout_s,
+                                                 "isolation": sandbox.isolation_note},
+                                   name=f"envs add {seed_id}")
+    except BaseException:
+        if own_sandbox:
+            sandbox.close()
+        raise
     start = time.perf_counter()
     try:
         synth = Synthesizer(store, seed, ProceduralBackend(), sandbox, run_id=run_id, rng_seed=rng_seed,

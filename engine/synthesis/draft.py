@@ -23,6 +23,8 @@ class Draft:
     env_dir: Path
     final_dir: Path
     rng: np.random.Generator
+    #: the environment's number in its synthesis batch
+    index: int = 0
     #: the title when there is no scenario (a program brought with ``sandmle envs add``)
     title: str | None = None
     blueprint: Blueprint | None = None

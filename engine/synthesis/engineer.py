@@ -1,5 +1,5 @@
 """The procedural Data engineer: a scenario becomes a generator program, the template
-:mod:`engine.synthesis.generator_program` with the environment's CONFIG written in (a self-contained script:
+``templates/generator.py`` (package data, read as text) with the environment's CONFIG written in (a self-contained script:
 ``python generator.py --out DIR --seed S``). Its difficulty knobs — signal strength, noise, label noise,
 missingness, shift — are set here and adjusted on the Verifier's feedback. Running any generator program (this
 one or an LLM's) is :mod:`.generator_run`.
@@ -15,9 +15,11 @@ import numpy as np
 
 from ..envs.layout import GradeSpec
 from ..errors import SynthesisError
-from . import generator_program
 from .blueprint import Blueprint
 from .describe import write_description
+
+#: the program every procedural environment runs, CONFIG left empty (a file, never imported)
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "generator.py"
 
 SIGNAL_RANGE = {"tabular": (0.9, 1.5), "text": (0.8, 1.3), "image": (0.55, 0.9), "audio": (0.18, 0.4),
                 "timeseries": (0.7, 1.2)}
@@ -51,7 +53,7 @@ def build_config(blueprint: Blueprint, scenario: dict[str, Any], spec: GradeSpec
 
 
 def render_program(config: dict[str, Any]) -> str:
-    source = Path(generator_program.__file__).read_text(encoding="utf-8")
+    source = TEMPLATE.read_text(encoding="utf-8")
     marker = "CONFIG = None  # replaced by the Data engineer with the environment's configuration"
     if marker not in source:
         raise SynthesisError("the generator template lost its CONFIG marker")

@@ -148,10 +148,12 @@ class Synthesizer:
     def __init__(self, store: Store, seed: Mapping[str, Any], backend: SynthesisBackend, sandbox: SandboxBackend, *,
                  run_id: str, rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
                  budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None,
-                 exploit_audit: bool = True):
+                 exploit_audit: bool = True, board: str = "population"):
         self.store, self.seed, self.backend, self.sandbox = store, seed, backend, sandbox
         #: False only to measure what the exploit audit costs (``sandmle bench synth``)
         self.exploit_audit = exploit_audit
+        #: "ladder" only to measure what the population board costs (``sandmle bench synth``)
+        self.board = board
         self.run_id, self.rng_seed = run_id, rng_seed
         #: what each sandbox run of the environments records: the run, and the kind of executor that ran it
         self.meta = RunMeta(run_id=run_id, executor=executor)
@@ -228,7 +230,8 @@ class Synthesizer:
         env_id = self.reserve_env_id(index)
         root = envs_root(self.store)
         rng = np.random.default_rng(derive_seed(self.rng_seed, self.seed["id"], index))
-        return Draft(env_id=env_id, env_dir=new_build_dir(root, env_id), final_dir=root / env_id, rng=rng)
+        return Draft(env_id=env_id, env_dir=new_build_dir(root, env_id), final_dir=root / env_id, rng=rng,
+                     index=index)
 
     def run_one(self, index: int) -> EnvOutcome | None:
         """Build one environment; None when the cost budget ran out before it was done (nothing is stored)."""
@@ -260,7 +263,8 @@ class Synthesizer:
 
     def context(self, draft: Draft, **inputs: Any) -> RoleContext:
         return RoleContext(seed=self.seed, rng=draft.rng, blueprint=draft.blueprint, scenario=draft.scenario,
-                           metric=draft.metric, **inputs)
+                           metric=draft.metric, slot=(derive_seed(self.rng_seed, self.seed["id"]), draft.index),
+                           **inputs)
 
     def _build(self, draft: Draft) -> EnvOutcome:
         blueprint = self.ask(draft, "analyst", self.context(draft), lambda b: check_blueprint(b, self.seed))
@@ -377,7 +381,8 @@ class Synthesizer:
         media = next((c.name for c in summarize(draft.env_dir, spec).columns if c.kind == "media"), None)
         verdict = verify(self.sandbox, draft.env_dir, spec, seeds=tuple(range(self.settings.ladder_seeds)),
                          media_col=media, limits=self.limits, meta=self.meta, rng=draft.rng,
-                         expected=expected_profile(self.seed), exploit_audit=self.exploit_audit)
+                         expected=expected_profile(self.seed), exploit_audit=self.exploit_audit,
+                         board=self.board)
         draft.verdict = verdict
         self.record(draft, "verifier", "reference ladder, fuzzing, leakage probes, exploit audit", verdict.report,
                     "ok" if verdict.ok else "refused", verdict.reason or None, None, time.perf_counter() - t2)
@@ -418,7 +423,7 @@ class Synthesizer:
         if changed is not None and not changed:
             return ""
         t0 = time.perf_counter()
-        report = audit(draft.env_dir, draft.spec, gold=(verdict.thresholds or {}).get("gold"),
+        report = audit(draft.env_dir, draft.spec, medal=(verdict.thresholds or {}).get("bronze"),
                        strong=(verdict.report.get("means") or {}).get("strong"), only=changed)
         verdict.report["audit_final"] = report.to_dict()
         reason = f"exploit audit: {report.reason()}" if report.findings else ""
@@ -456,6 +461,7 @@ class SynthJob:
     settings: Settings
     budget_usd: float | None
     exploit_audit: bool = True
+    board: str = "population"
 
     def synthesizer(self, worker: Worker) -> Synthesizer:
         if worker.store is None:
@@ -464,7 +470,8 @@ class SynthJob:
         return Synthesizer(worker.store, seed, get_synthesis_backend(self.backend, self.settings),
                            worker.sandbox, run_id=self.run_id, rng_seed=self.rng_seed,
                            settings=self.settings.synthesis, budget_usd=self.budget_usd,
-                           executor=worker.spec.executor, exploit_audit=self.exploit_audit)
+                           executor=worker.spec.executor, exploit_audit=self.exploit_audit,
+                           board=self.board)
 
 
 @dataclass(frozen=True)
@@ -485,13 +492,15 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
                rng_seed: int | None = None, settings: Settings | None = None,
                executor: str | Executor | None = None, address: str | None = None,
                max_cost_usd: float | None = None, on_done: Callable[[EnvOutcome], None] | None = None,
-               on_lost: Callable[[str], None] | None = None, exploit_audit: bool = True) -> SynthReport:
+               on_lost: Callable[[str], None] | None = None, exploit_audit: bool = True,
+               board: str = "population") -> SynthReport:
     """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why). The
     environments are built on ``workers`` workers of ``executor`` (local | process | ray at ``address``, default
     ``[executor] kind``; or an executor already started, kept open), their code under ``settings.sandbox``. With a
     cost budget (``max_cost_usd``, else ``[synthesis] max_cost_usd``) the run stops cleanly once it is spent:
     environments still being built are dropped, the run is marked stopped. (``exploit_audit=False`` only to measure
-    the audit's cost: ``sandmle bench synth``; no environment built so is fit to train on.)"""
+    the audit's cost, ``board="ladder"`` only to measure the population board's: ``sandmle bench synth``; no
+    environment built so is fit to train on.)"""
     if count < 1:
         raise SynthesisError("--count must be at least 1")
     if workers < 1:
@@ -512,9 +521,10 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
         synthesis_executor(store, settings, executor, workers=workers, address=address, on_lost=on_lost)
     run_id = store.runs.create("synthesis", {"seed_id": seed_id, "count": count, "backend": name,
                                              "workers": ex.workers, "executor": ex.name, "address": address,
-                                             "rng_seed": rng_seed, "max_cost_usd": budget},
+                                             "rng_seed": rng_seed, "max_cost_usd": budget,
+                                             "isolation": settings.sandbox.isolation_note},
                                name=f"synth {seed_id} x{count}")
-    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget, exploit_audit)
+    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget, exploit_audit, board)
     report = SynthReport(run_id=run_id, seed_id=seed_id, backend=name)
     start = time.perf_counter()
     status = "done"

@@ -99,6 +99,9 @@ class RoleContext:
     description: str | None = None
     #: describer: the reviewer's reasons against the previous description
     review_problems: list[str] = field(default_factory=list)
+    #: designer: (the batch's seed, this environment's number in it): backends that share one choice across a batch
+    #: (the grounded one gives each environment of a batch its own source dataset) read it
+    slot: tuple[int, int] | None = None
 
 
 @dataclass

@@ -1,13 +1,19 @@
 """The Verifier: run the reference ladder in the sandbox (a workspace holding only ``public/``), score it outside,
 and accept an environment only if it is learnable, discriminative, not saturated, its grader survives fuzzing,
 no leakage probe fires and the exploit audit (:mod:`engine.grading.audit`: can the answers be read off a public
-file?) finds nothing against the ladder's gold threshold and strong reference. It also builds the leaderboard and
-medal thresholds."""
+file?) finds nothing that reaches the lowest rewarded tier (bronze) or beats the strong reference.
+
+The ladder gates; it does not set the medals. The leaderboard is a population of independent solutions
+(:mod:`.population`) run in the sandbox like any submission; its thresholds follow MLE-bench's rule, and an
+environment whose gold, silver and bronze are not three different scores, or where a constant prediction reaches
+a tier, is rejected. (``board="ladder"`` builds the 9-entry board environments had before -- the ladder's runs
+and blends of the strong one -- for ``sandmle bench synth``'s side-by-side cost only.)"""
 
 from __future__ import annotations
 
 import io
 import json
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,14 +24,15 @@ import pandas as pd
 from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission, SandboxError
 from ..grading.audit import audit
+from ..grading.bootstrap import N_BOOT, paired_gap_interval
 from ..grading.evaluator import using
-from ..grading.metrics import fast_fn
 from ..grading.score import (answers_matrix, metric_of, prediction_matrix, read_frame, score_many, score_submission,
                              screening_spec, validate)
-from ..grading.thresholds import thresholds
+from ..grading.thresholds import board_rank, thresholds
 from ..sandbox import Limits, RunMeta, SandboxBackend
 from .fidelity import Profile, check, measure
 from .grader import better
+from .population import MIN_ENTRIES, POPULATION, Entry, run_population
 from .solutions import LADDER, RUNNER, render_solution
 
 
@@ -108,27 +115,17 @@ def blend(spec: GradeSpec, strong: pd.DataFrame, trivial: pd.DataFrame, alpha: f
 
 
 def paired_bootstrap_interval(spec: GradeSpec, answers: pd.DataFrame, best: pd.DataFrame, trivial: pd.DataFrame,
-                              rng: np.random.Generator, n_boot: int = 80, q: float = 0.025) -> tuple[float, float]:
-    """The (q, 1 − q) quantiles of (best − constant) over bootstrap resamples of the test rows: a lower bound > 0
-    means the lead holds beyond the test set's sampling noise (a fluke on random labels does not). An environment
-    graded by its own evaluator is resampled with its proxy metric (a program cannot score resampled ids)."""
+                              rng: np.random.Generator, n_boot: int = N_BOOT,
+                              q: float = 0.025) -> tuple[float, float, int]:
+    """The (q, 1 − q) quantiles of (best − constant) over ``n_boot`` paired bootstrap resamples of the test rows
+    (vectorised: :mod:`engine.grading.bootstrap`), and how many the metric was defined on: a lower bound > 0 means
+    the lead holds beyond the test set's sampling noise (a fluke on random labels does not). An environment graded
+    by its own evaluator is resampled with its proxy metric (a program cannot score resampled ids)."""
     spec = screening_spec(spec)
-    fn = fast_fn(spec.metric)
-    sign = -1.0 if spec.lower_is_better else 1.0
     Y = answers_matrix(spec, answers)
     Pb = prediction_matrix(spec, validate(spec, answers, best))
     Pt = prediction_matrix(spec, validate(spec, answers, trivial))
-    n = len(Y)
-    diffs = []
-    for _ in range(n_boot):
-        idx = rng.integers(0, n, n)
-        try:
-            diffs.append(sign * (fn(Y[idx], Pb[idx]) - fn(Y[idx], Pt[idx])))
-        except ValueError:
-            continue
-    if not diffs:
-        return 0.0, 0.0
-    return float(np.quantile(diffs, q)), float(np.quantile(diffs, 1 - q))
+    return paired_gap_interval(spec.metric, spec.lower_is_better, Y, Pb, Pt, rng, n_boot, q)
 
 
 def fuzz_cases(spec: GradeSpec, sub: pd.DataFrame, rng: np.random.Generator) -> dict[str, pd.DataFrame]:
@@ -232,9 +229,11 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
         if col.dtype == object or pd.api.types.is_string_dtype(col):
             if col.astype(str).str.count(" ").mean() >= 3:
                 continue  # free text: not a single-column rule
-            codes = {v: i for i, v in enumerate(sorted(set(col.astype(str)) | set(test[c].astype(str))))}
-            xtr = col.astype(str).map(codes).to_numpy(dtype=float)[:, None]
-            xte = test[c].astype(str).map(codes).to_numpy(dtype=float)[:, None]
+            # a missing label is a label of its own (pandas 3 keeps NaN through astype(str): unsortable with text)
+            tr_text, te_text = col.fillna("<missing>").astype(str), test[c].fillna("<missing>").astype(str)
+            codes = {v: i for i, v in enumerate(sorted(set(tr_text) | set(te_text)))}
+            xtr = tr_text.map(codes).to_numpy(dtype=float)[:, None]
+            xte = te_text.map(codes).to_numpy(dtype=float)[:, None]
         else:
             xtr = pd.to_numeric(col, errors="coerce").fillna(-1e9).to_numpy()[:, None]
             xte = pd.to_numeric(test[c], errors="coerce").fillna(-1e9).to_numpy()[:, None]
@@ -265,9 +264,10 @@ def leakage(spec: GradeSpec, pub: Path, answers: pd.DataFrame, media_col: str | 
     return report, problems
 
 
-def leaderboard(spec: GradeSpec, answers: pd.DataFrame, scored: list[tuple[LadderRun, float]], strong: pd.DataFrame,
-                trivial: pd.DataFrame, seed: int, rng: np.random.Generator) -> list[dict[str, Any]]:
-    """The environment's leaderboard: every reference run, and blends of the strong one with the constant."""
+def ladder_board(spec: GradeSpec, answers: pd.DataFrame, scored: list[tuple[LadderRun, float]], strong: pd.DataFrame,
+                 trivial: pd.DataFrame, seed: int, rng: np.random.Generator) -> list[dict[str, Any]]:
+    """The 9-entry board environments had before population boards (every reference run, and blends of the strong
+    one with the constant): kept for ``bench synth``'s side-by-side cost, never stored by synthesis."""
     board: list[dict[str, Any]] = [{"name": f"reference-{r.name}", "score": score, "rng_seed": r.seed,
                                     "source": "reference", "wall_s": round(r.wall_s, 4)} for r, score in scored]
     variants = {alpha: blend(spec, strong, trivial, alpha, rng) for alpha in (0.25, 0.5, 0.75)}
@@ -284,20 +284,26 @@ def leaderboard(spec: GradeSpec, answers: pd.DataFrame, scored: list[tuple[Ladde
 def verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...] = (0, 1),
            media_col: str | None = None, limits: Limits | None = None, meta: RunMeta | None = None,
            rng: np.random.Generator | None = None, expected: Profile | None = None,
-           exploit_audit: bool = True) -> Verdict:
+           exploit_audit: bool = True, board: str = "population",
+           population: tuple[Entry, ...] = POPULATION) -> Verdict:
     """Accept or reject one environment; ``expected`` (the seed's profile) is checked first: an environment that
     loses what makes its seed that task (classes, feature kind and count, id and submission format) is rejected.
     (``exploit_audit=False`` only to measure what the audit costs: ``sandmle bench synth``.) An environment graded by
     its own evaluator is graded by it here too, in ``sandbox``: the ladder, the leaderboard, fuzzing and the audit's
-    confirmations."""
+    confirmations. ``board``: "population" (the leaderboard every environment is stored with) or "ladder" (the old
+    9-entry board, for measuring cost only)."""
+    if board not in ("population", "ladder"):
+        raise ValueError(f"unknown board {board!r}; expected population or ladder")
     with using(sandbox):
         return _verify(sandbox, env_dir, spec, seeds=seeds, media_col=media_col, limits=limits, meta=meta,
-                       rng=rng or np.random.default_rng(0), expected=expected, exploit_audit=exploit_audit)
+                       rng=rng or np.random.default_rng(0), expected=expected, exploit_audit=exploit_audit,
+                       board=board, population=population)
 
 
 def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: tuple[int, ...],
             media_col: str | None, limits: Limits | None, meta: RunMeta | None, rng: np.random.Generator,
-            expected: Profile | None, exploit_audit: bool) -> Verdict:
+            expected: Profile | None, exploit_audit: bool, board: str,
+            population: tuple[Entry, ...]) -> Verdict:
     if expected is not None:
         measured = measure(env_dir, spec)
         problems = check(expected, measured)
@@ -325,10 +331,12 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
     gap = sign * (means[best_name] - means["trivial"])
     scale = 1.0 if m.bounded else max(abs(means["trivial"]), 1e-9)
     min_gap = max(3 * noise, 0.03 * scale)
-    lower, upper = paired_bootstrap_interval(spec, answers, subs[(best_name, seeds[0])], subs[("trivial", seeds[0])],
-                                             rng)
+    started = time.perf_counter()
+    lower, upper, resamples = paired_bootstrap_interval(spec, answers, subs[(best_name, seeds[0])],
+                                                        subs[("trivial", seeds[0])], rng)
     report.update({"means": means, "noise": noise, "gap": gap, "min_gap": min_gap, "gap_lower_q": lower,
-                   "gap_upper_q": upper, "bootstrap_metric": screening_spec(spec).metric})
+                   "gap_upper_q": upper, "bootstrap_metric": screening_spec(spec).metric,
+                   "bootstrap_resamples": resamples, "bootstrap_s": round(time.perf_counter() - started, 4)})
     if gap <= min_gap or lower <= 0:
         return Verdict(False, f"not learnable: the best reference ({best_name} {means[best_name]:.4g}) beats the "
                               f"constant ({means['trivial']:.4g}) by {gap:.4g} (needs > {min_gap:.4g} and a bootstrap lower "
@@ -341,10 +349,25 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
         return Verdict(False, f"saturated: a reference scores {best_score:.4g}, (nearly) {best}", "engineer", 0.6,
                        report)
     strong0 = subs[("strong", seeds[0])]
-    board = leaderboard(spec, answers, scored, strong0, subs[("trivial", seeds[0])], seeds[0], rng)
-    th = thresholds([e["score"] for e in board], spec.lower_is_better)
+    if board == "ladder":
+        entries = ladder_board(spec, answers, scored, strong0, subs[("trivial", seeds[0])], seeds[0], rng)
+    else:
+        pop = run_population(sandbox, env_dir / "public", spec, answers, entries=population, limits=limits,
+                             meta=meta)
+        report["population"] = pop.summary()
+        if len(pop.scored) < min(MIN_ENTRIES, len(population)):
+            why = pop.error or (pop.summary()["failed"] or ["entries skipped"])[0]
+            return Verdict(False, f"population board: {len(pop.scored)} of {len(population)} solutions scored "
+                                  f"(needs {MIN_ENTRIES}; {why})", "engineer", 1.0, report)
+        entries = pop.board()
+    th = thresholds([e["score"] for e in entries], spec.lower_is_better, board)
     const_medals = [th.medal(s) for s in by["trivial"]]
     report["thresholds"] = th.to_dict()
+    if board == "population":
+        report["strong_rank"] = board_rank(means["strong"], [e["score"] for e in entries], spec.lower_is_better)
+        if not th.distinct():
+            return Verdict(False, f"population board: gold {th.gold:.4g}, silver {th.silver:.4g} and bronze "
+                                  f"{th.bronze:.4g} are not three different scores", "engineer", 1.0, report)
     if any(const_medals):
         return Verdict(False, f"a constant prediction reaches {const_medals[0]}", "engineer", 1.6, report)
     outcome, problems = fuzz(spec, answers, strong0, by["strong"][0], rng, tolerance=max(noise, 1e-12))
@@ -356,7 +379,7 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
     report["leaks_fired"] = leak_problems
     if leak_problems:
         return Verdict(False, "leakage: " + leak_problems[0], "engineer", 1.0, report)
-    accepted = Verdict(True, "", report=report, leaderboard=board, thresholds=th.to_dict())
+    accepted = Verdict(True, "", report=report, leaderboard=entries, thresholds=th.to_dict())
     if not exploit_audit:
         return accepted
     screen = float(np.mean([score_submission(screening_spec(spec), answers, subs[("strong", s)]) for s in seeds])) \
@@ -399,11 +422,12 @@ def _saturated(spec: GradeSpec, best_score: float, trivial: float, perfect: floa
 
 def _audited(env_dir: Path, spec: GradeSpec, verdict: Verdict, strong: float,
              screen_strong: float | None = None) -> Verdict:
-    """The last check: can the answers be read off a public file (the exploit audit, against the ladder's gold
-    threshold and strong reference)? ``verdict`` (an acceptance) is returned with what it read, or a rejection.
-    (``screen_strong``: the strong reference's proxy score, for an environment graded by its own evaluator.)"""
-    gold = (verdict.thresholds or {}).get("gold")
-    exploits = audit(env_dir, spec, gold=gold, strong=strong, screen_strong=screen_strong)
+    """The last check: can the answers be read off a public file (the exploit audit, against the board's lowest
+    rewarded tier -- the bronze threshold -- and the strong reference)? ``verdict`` (an acceptance) is returned with
+    what it read, or a rejection. (``screen_strong``: the strong reference's proxy score, for an environment graded
+    by its own evaluator.)"""
+    bronze = (verdict.thresholds or {}).get("bronze")
+    exploits = audit(env_dir, spec, medal=bronze, strong=strong, screen_strong=screen_strong)
     verdict.report["audit"] = exploits.to_dict()
     if exploits.findings:
         return Verdict(False, "exploit audit: " + exploits.reason(), "engineer", 1.0, verdict.report)

@@ -1,5 +1,6 @@
 """``sandmle doctor --deep``: the store's integrity, every verified environment's files against their stored
-hashes, folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`; on a Docker daemon
+hashes, boards that are not a population of independent solutions (the 9-entry board environments were stored
+with before: ``sandmle envs reboard``), folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`; on a Docker daemon
 that answers, also the containers and volumes labelled ``sandmle`` whose process has ended). ``repair`` fixes
 what is safe to fix (leftovers, orphan folders) and says what it did; the rest is reported with what to do."""
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from store import Store, sha256_file
 from store.envs import EnvFile, EnvironmentRow
 
-from ..envs.layout import AUDIT_CACHE, BUILD_PREFIX
+from ..envs.layout import AUDIT_CACHE, BUILD_PREFIX, board_of
 from ..sandbox import docker
 from . import leftovers
 from .leftovers import Finding, remove_folder
@@ -22,12 +23,33 @@ ENV_FOLDERS = ("envs", "envs-imported")
 
 def deep_check(store: Store, *, repair: bool = False) -> list[Finding]:
     """Every problem found (repaired ones marked so when ``repair``)."""
-    findings = [*_integrity(store), *_env_files(store), *_orphan_folders(store), *leftovers.find(store),
+    findings = [*_integrity(store), *_env_files(store), *_boards(store), *_orphan_folders(store), *leftovers.find(store),
                 *_docker_leftovers()]
     if repair:
         for finding in findings:
             finding.repair()
     return findings
+
+
+def _boards(store: Store) -> list[Finding]:
+    """Verified environments whose medals come from the verifier's own scripts (the 9-entry ``ladder`` board) or
+    from no board at all: a medal there means "ran the verifier's own script". Population, human and paper boards
+    pass, and so does a leaderboard an environment folder brought of its own (its author's, kept as it came)."""
+    out = []
+    for env in store.envs.list(status="verified"):
+        entries = store.envs.leaderboard(env["id"])
+        board = board_of(env.get("thresholds"), entries)
+        if board in ("population", "paper", "human"):
+            continue
+        if board is None and entries:
+            continue  # a leaderboard its folder brought (its author's): kept as it came, like a competition's
+        if env["split"] == "real" and not entries:
+            continue  # a real competition without a leaderboard gets its population board when it is evaluated
+        what = (f"its board is the {len(entries)}-entry board of the verifier's own scripts" if board == "ladder"
+                else "it has no board")
+        out.append(Finding("environment boards", env["id"], f"{what}: medals and the rank there measure nothing "
+                           f"independent (`sandmle envs reboard {env['id']}` rebuilds it as a population board)"))
+    return out
 
 
 def _integrity(store: Store) -> list[Finding]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from engine.bench import available, register, run_benchmark
+from engine.bench import available, run_benchmark
 
 from .common import Context, emit_json, json_option, pass_ctx, table, wide_option
 
@@ -26,7 +26,7 @@ from .common import Context, emit_json, json_option, pass_ctx, table, wide_optio
 def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, sampler: str | None,
           wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
-    known = benchmarks()  # registers the workbench's own too
+    known = benchmarks()
     if sampler is not None and name != "learn":
         raise click.UsageError("--sampler goes with `bench learn` (bench sampler and bench train measure vLLM "
                                "beside hf by themselves)")
@@ -49,8 +49,7 @@ def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str |
 
 
 def benchmarks() -> list[str]:
-    """The engine's benchmarks plus the workbench's own (``tui``), registered with the engine's runner."""
-    register("tui", "workbench.tui_bench")
+    """Every benchmark ``sandmle bench`` runs (engine/bench/<name>.py, the workbench's ``tui`` among them)."""
     return available()
 
 

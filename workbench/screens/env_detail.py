@@ -1,10 +1,12 @@
-"""One environment in depth: description, dataset preview of train/test, leaderboard and medal thresholds, the
+"""One environment in depth: description, dataset preview of train/test, the board (the population of reference
+solutions by family, or a real leaderboard) and medal thresholds, the
 verification log (checks and synthesis attempts), and the generator program. Export writes an MLE-bench-style
 competition folder (asking for a folder when the default one is taken); ``e`` on the Generator tab edits the program
 in $EDITOR and re-verifies it as a new environment (``sandmle envs add``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -18,7 +20,9 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
+from engine.envs.layout import board_of
 from engine.envs.provenance import origin
+from engine.grading.thresholds import BOARDS, rank_name
 
 from ..fmt import fmt_duration
 from ..widgets.dataset_preview import DatasetPreview
@@ -119,7 +123,8 @@ class EnvDetailScreen(BaseScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#env-board", DataTable).add_columns("#", "entry", "score", "medal", "seed", "source", "wall")
+        self.query_one("#env-board", DataTable).add_columns("#", "entry", "features", "score", "medal", "seed",
+                                                            "wall")
         self.refresh_data()
         root = Path(self.env["dir"]) if self.env.get("dir") else None
         generator = root / "generator.py" if root else None
@@ -152,20 +157,12 @@ class EnvDetailScreen(BaseScreen):
             verification_text(env, self.store.envs.attempts(env_id=self.env_id)))
 
     def fill_board(self, env: dict) -> None:
-        t = env.get("thresholds") or {}
-        shown = " · ".join(f"{k} {t[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
-                           if isinstance(t.get(k), (int, float)))
-        paper = ((env.get("verification") or {}).get("paper") or {}).get("thresholds") or {}
-        theirs = " · ".join(f"{k} {paper[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
-                            if isinstance(paper.get(k), (int, float)))
-        self.query_one("#env-thresholds", Static).update(
-            f"medal thresholds ({'lower' if env['lower_is_better'] else 'higher'} is better): {shown or '—'}"
-            + (f"\npaper's thresholds: {theirs}" if theirs else ""))
+        entries = self.store.envs.leaderboard(self.env_id)
+        self.query_one("#env-thresholds", Static).update(board_header(env, entries))
         board = self.query_one("#env-board", DataTable)
         board.clear()
-        for i, e in enumerate(self.store.envs.leaderboard(self.env_id), 1):
-            board.add_row(str(i), e["name"], f"{e['score']:.4g}", medal_of(e["score"], t, env["lower_is_better"]),
-                          str(e.get("rng_seed") or ""), e.get("source") or "", fmt_duration(e.get("wall_s")))
+        for row in board_rows(entries, env.get("thresholds") or {}, bool(env["lower_is_better"])):
+            board.add_row(*row)
 
     @work(exclusive=True, group="env-previews")
     async def load_previews(self, root: Path | None, targets: list[str]) -> None:
@@ -219,6 +216,57 @@ class EnvDetailScreen(BaseScreen):
         if code != 0:
             self.notify(f"the editor exited with {code}: nothing verified", severity="warning")
         return code == 0
+
+
+def board_header(env: dict, entries: list) -> str:
+    """What the board is (its kind, size, families), the medal thresholds, and where the strong reference would
+    rank on it; for a 9-entry board of before, how to rebuild it."""
+    t = env.get("thresholds") or {}
+    kind = board_of(t, entries)
+    shown = " · ".join(f"{k} {t[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
+                       if isinstance(t.get(k), (int, float)))
+    families = {e.get("family") for e in entries if e.get("family")}
+    what = {"population": f"population board: {len(entries)} independent reference solutions "
+                          f"({len({e['name'] for e in entries})} solutions, {len(families)} families)",
+            "paper": f"the paper's thresholds; rank among {len(entries)} reference solutions",
+            "human": f"real leaderboard: {len(entries)} entries (the rank is HumanRank)",
+            "ladder": f"[yellow]old {len(entries)}-entry board of the verifier's own scripts[/]: "
+                      f"`sandmle envs reboard {env['id']}`"}.get(kind or "", BOARDS.get(kind or "", "no board"))
+    report = (env.get("verification") or {}).get("report") or {}
+    strong = report.get("strong_rank")
+    lines = [what, f"medals ({'lower' if env['lower_is_better'] else 'higher'} is better): {shown or '—'}"
+             + (f" · strong reference: {rank_name(kind, len(entries))} {strong:.2f}"
+                if isinstance(strong, (int, float)) else "")]
+    paper = ((env.get("verification") or {}).get("paper") or {}).get("thresholds") or {}
+    theirs = " · ".join(f"{k} {paper[k]:.4g}" for k in ("gold", "silver", "bronze", "median")
+                        if isinstance(paper.get(k), (int, float)))
+    if theirs and kind != "paper":
+        lines.append(f"paper's thresholds: {theirs}")
+    return "\n".join(lines)
+
+
+def board_rows(entries: list, t: dict, lower: bool) -> list[tuple[str, ...]]:
+    """The board by family: a line per family (best first: its entries, best score, medals), then its entries
+    with their overall place, parameters, feature set, score, medal, seed and seconds."""
+    place = {id(e): i for i, e in enumerate(entries, 1)}  # the store lists them best first
+    groups: dict[str, list] = {}
+    for e in entries:
+        groups.setdefault(e.get("family") or e.get("source") or "entries", []).append(e)
+    rows: list[tuple[str, ...]] = []
+    for family, members in groups.items():  # in the order of each family's best entry
+        medals = [medal_of(e["score"], t, lower) for e in members]
+        count = " ".join(f"{medals.count(m)} {m}" for m in ("gold", "silver", "bronze") if medals.count(m))
+        rows.append(("", f"[b]{family}[/b] · {len(members)}", "", f"{members[0]['score']:.4g}", count, "", ""))
+        for e in members:
+            params = json.loads(e["params"]) if e.get("params") else {}
+            feats = params.pop("features", "")
+            detail = " ".join(f"{k}={v}" for k, v in params.items() if k != "members")
+            if "members" in params:
+                detail = "+".join(m[0] for m in params["members"]) + (f" {detail}" if detail else "")
+            rows.append((str(place[id(e)]), f"  {e['name']} {detail}".rstrip(), feats, f"{e['score']:.4g}",
+                         medal_of(e["score"], t, lower), str(e.get("rng_seed") if e.get("rng_seed") is not None
+                                                            else ""), fmt_duration(e.get("wall_s"))))
+    return rows
 
 
 def medal_of(score: float, t: dict, lower: bool) -> str:

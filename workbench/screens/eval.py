@@ -1,18 +1,22 @@
-"""Eval: one row per eval run (name, policy, adapter, scaffold, medal / valid / HumanRank), the selected run's
-summary with ± SEM, and its per-environment table (tab moves into it; enter opens the episodes)."""
+"""Eval: one row per eval run (name, policy, adapter, scaffold, medal / valid / rank on the board), the selected run's
+summary with ± SEM, and its per-environment table (tab moves into it; enter opens the episodes). ``c`` on two runs
+compares them; beside the paired difference, the best constant strategy and the per-task oracle on the same
+environments when they are cached (looked up in a thread: it reads and hashes the environments' files)."""
 
 from __future__ import annotations
 
 import re
 
 from rich.markup import escape
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Footer, Static
 
 from engine.errors import SandmleError
 from engine.eval.compare import compare
-from engine.eval.report import RATE, RATE_NAMES, aggregate, left_out, results_only, spread_by_env
+from engine.eval.constants import cached_best
+from engine.eval.report import RATE, RATE_NAMES, aggregate, left_out, rank_label, results_only, spread_by_env
 
 from ..fmt import clip, fmt_cost, fmt_duration, short_id, wall_seconds
 from ..runinfo import run_cost
@@ -22,8 +26,8 @@ from .trajectories import TrajectoriesScreen
 
 #: (column, width) of the runs table and the per-environment table: 80 columns each
 RUN_COLUMNS = (("run", 16), ("policy", 11), ("adapter", 10), ("scaffold", 8), ("n", 3), ("medal", 5),
-               ("valid", 5), ("HR", 4))
-ENV_COLUMNS = (("environment", 24), ("n", 3), ("valid", 9), ("medal", 9), ("HumanRank", 9), ("score", 12))
+               ("valid", 5), ("rank", 4))
+ENV_COLUMNS = (("environment", 24), ("n", 3), ("valid", 9), ("medal", 9), ("rank", 9), ("score", 12))
 COMPARE_COLUMNS = (("environment", 24), ("pairs", 5), ("A", 6), ("B", 6), ("B − A", 7), ("95% interval", 16))
 #: the rates `c` compares (m cycles): the engine's, in its order
 COMPARED = RATE_NAMES
@@ -32,7 +36,7 @@ _RUN_DIR = re.compile(r"/runs/([^/]+)/")
 
 
 def fmt_ms(pair: tuple[float | None, float | None], pct: bool = False, compact: bool = False) -> str:
-    """Mean ± SEM; n/a where the rate applies to no episode (medals and HumanRank need a leaderboard)."""
+    """Mean ± SEM; n/a where the rate applies to no episode (medals and the rank need a leaderboard)."""
     m, s = pair
     if m is None:
         return "n/a"
@@ -88,8 +92,9 @@ def adapter_label(spec: str) -> str:
 def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
     """(overall, per env), as the engine reports them: overall, each rate averaged over environments per seed, then
     mean ± SEM over seeds (what `sandmle eval` reports); per environment, mean ± SEM over its episodes
-    (:func:`engine.eval.report.spread_by_env`). Medals and HumanRank of a competition without a leaderboard are
-    n/a; episodes that could not run (an ``error``) are counted apart."""
+    (:func:`engine.eval.report.spread_by_env`). Medals and the rank of a competition without a leaderboard are
+    n/a; episodes that could not run (an ``error``) are counted apart. The rank is named for its boards
+    (``rank_label``: HumanRank on real leaderboards, else the rank among N reference solutions)."""
     ran = results_only(results)
     summary = aggregate(ran)[0] if ran else {}
 
@@ -99,9 +104,10 @@ def summarize(results: list[dict]) -> tuple[dict, dict[str, dict]]:
 
     overall = {"n": len(ran), "errors": len(results) - len(ran), "no_board": left_out(ran)["episodes"],
                "valid": pair(summary.get("valid")), "medal": pair(summary.get("any_medal")),
-               "gold": pair(summary.get("gold")), "human_rank": pair(summary.get("human_rank"))}
+               "gold": pair(summary.get("gold")), "rank": pair(summary.get("rank")),
+               "rank_label": rank_label(ran)}
     per_env = {env: {"n": f["n"], "valid": pair(f["valid"]), "medal": pair(f["any_medal"]),
-                     "human_rank": pair(f["human_rank"]), "score": pair(f["score"])}
+                     "rank": pair(f["rank"]), "score": pair(f["score"])}
                for env, f in spread_by_env(ran).items()}
     return overall, per_env
 
@@ -114,7 +120,7 @@ class EvalScreen(BaseScreen):
                 tooltip="The run's episodes turn by turn (on an environment: that environment's)"),
         Binding("c", "compare", "Compare", id="eval.compare",
                 tooltip="Mark this run as A; on another run: B − A per environment with 95% intervals"),
-        Binding("m", "cycle_rate", "Metrics", id="eval.rate", tooltip="The rate compared (medal, valid, HumanRank…)"),
+        Binding("m", "cycle_rate", "Metrics", id="eval.rate", tooltip="The rate compared (medal, valid, rank…)"),
         Binding("escape", "leave_compare", "Leave compare", show=False, id="eval.leave_compare"),
         Binding("tab", "app.focus_next", "Next table", show=False, id="eval.next_table"),
     ]
@@ -125,6 +131,11 @@ class EvalScreen(BaseScreen):
         self.versus: str | None = None  #: run B, once chosen
         self.rate = COMPARED[0]
         self.memo = RunMemo()
+        #: the comparison on screen: (run A, run B, its environments), and its first lines
+        self.compared: tuple[str, str, tuple[str, ...]] | None = None
+        self.compare_head = ""
+        #: the constants line of each comparison looked up so far (kept while it is looked up again)
+        self.constants_lines: dict[tuple[str, str, tuple[str, ...]], str] = {}
 
     def compose(self) -> ComposeResult:
         yield NavBar("eval")
@@ -158,7 +169,7 @@ class EvalScreen(BaseScreen):
             rows.append((key, (short_id(r["name"] or key, RUN_COLUMNS[0][1]), policy_cell(spec, RUN_COLUMNS[1][1]),
                                short_id(adapter_label(spec), 10) or "—", cfg.get("scaffold", ""), overall["n"],
                                fmt_mean(overall["medal"], True), fmt_mean(overall["valid"], True),
-                               fmt_mean(overall["human_rank"]))))
+                               fmt_mean(overall["rank"]))))
         fill_table(self.runs_table, rows, keep)
         self.show_selected()
 
@@ -185,8 +196,10 @@ class EvalScreen(BaseScreen):
             f" · {run['status']} · {overall['n']} episodes · "
             f"wall {fmt_duration(wall_seconds(run))}" + (f" · {cost}" if cost else "") + "\n"
             f"medal {fmt_ms(overall['medal'], True)} · gold {fmt_ms(overall['gold'], True)} · "
-            f"valid {fmt_ms(overall['valid'], True)} · HumanRank {fmt_ms(overall['human_rank'])}"
-            + (f"\nmedals and HumanRank leave out {overall['no_board']} episode(s) without a leaderboard"
+            f"valid {fmt_ms(overall['valid'], True)} · rank {fmt_ms(overall['rank'])}"
+            + (f"\nrank: {escape(overall['rank_label'].removeprefix('rank '))}"
+               if overall["rank_label"] not in ("rank", "rank on the board") else "")
+            + (f"\nmedals and the rank leave out {overall['no_board']} episode(s) without a leaderboard"
                if overall["no_board"] else "")
             + (f"\n[red]{overall['errors']} episode(s) could not run[/]: not counted (`sandmle runs resume` "
                f"retries them)" if overall["errors"] else "")
@@ -195,7 +208,7 @@ class EvalScreen(BaseScreen):
         self.set_columns(ENV_COLUMNS)
         fill_table(self.results_table, [
             (env, (short_id(env, ENV_COLUMNS[0][1]), f["n"], fmt_ms(f["valid"], True, compact=True),
-                   fmt_ms(f["medal"], True, compact=True), fmt_ms(f["human_rank"], compact=True),
+                   fmt_ms(f["medal"], True, compact=True), fmt_ms(f["rank"], compact=True),
                    fmt_score(f["score"]))) for env, f in per_env.items()], selected_key(self.results_table))
 
     def set_columns(self, columns: tuple[tuple[str, int], ...]) -> None:
@@ -222,15 +235,44 @@ class EvalScreen(BaseScreen):
             return
         pct = RATE[self.rate].percent
         left = (f" · only in one run: {len(cmp.only_a) + len(cmp.only_b)} env(s)" if cmp.only_a or cmp.only_b else "")
-        summary.update(
-            f"[b]{escape(b['name'] or b['id'])}[/b] − [b]{escape(a['name'] or a['id'])}[/b] · {RATE[self.rate].label} "
-            f"· m: next rate · esc: leave\n"
+        self.compare_head = (
+            f"[b]{escape(b['name'] or b['id'])}[/b] − [b]{escape(a['name'] or a['id'])}[/b] · "
+            f"{RATE[self.rate].label} · m: next rate · esc: leave\n"
             f"overall [b]{fmt_diff(cmp.diff, pct)}[/b] (95% {fmt_interval(cmp.interval, pct)}) over {cmp.n_pairs} "
             f"paired episodes in {len(cmp.per_env)} env(s){left}")
+        self.compared = (a["id"], b["id"], tuple(e.env_id for e in cmp.per_env))
+        self.show_compare_summary()
+        self.look_up_constants(self.compared)
         fill_table(self.results_table, [
             (e.env_id, (short_id(e.env_id, COMPARE_COLUMNS[0][1]), e.n_pairs, fmt_value(e.a, pct), fmt_value(e.b, pct),
                         fmt_diff(e.diff, pct), fmt_interval(e.interval, pct))) for e in cmp.per_env],
             selected_key(self.results_table))
+
+    def show_compare_summary(self) -> None:
+        """The comparison's lines and, beside the paired difference, its constants line (once looked up)."""
+        line = self.constants_lines.get(self.compared) if self.compared else None
+        self.query_one("#eval-summary", Static).update(
+            self.compare_head + "\n" + (line or "[dim]best constant: looking in the cache…[/]"))
+
+    @work(thread=True, exclusive=True, group="eval-constants")
+    def look_up_constants(self, key: tuple[str, str, tuple[str, ...]]) -> None:
+        """The best constant strategy and the per-task oracle on the compared environments, from the cache of
+        ``sandmle eval constants`` (never computed here); when one is not cached, how to compute them."""
+        try:
+            best = cached_best(self.store, key[2])
+        except Exception:  # noqa: BLE001 - a cache that cannot be read is one not computed; the screen stays up
+            best = None
+        if best is None:
+            line = f"best constant: not computed · sandmle eval constants --run {escape(key[1])}"
+        else:
+            line = (f"best constant {escape(best['best_constant_strategy'])}: medal "
+                    f"[b]{best['best_constant_medal']:.0%}[/b] · per-task oracle {best['oracle_medal']:.0%}")
+        self.app.call_from_thread(self.constants_found, key, line)
+
+    def constants_found(self, key: tuple[str, str, tuple[str, ...]], line: str) -> None:
+        self.constants_lines[key] = line
+        if self.versus is not None and key == self.compared:
+            self.show_compare_summary()
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "eval-runs" and self.versus is None:
@@ -255,6 +297,7 @@ class EvalScreen(BaseScreen):
 
     def action_leave_compare(self) -> None:
         self.mark = self.versus = None
+        self.compared = None
         self.show_selected()
 
     def action_episodes(self) -> None:

@@ -167,8 +167,8 @@ class LaunchFormScreen(ModalScreen[dict | None]):
         self.query_one("#launch-envs-info", Label).update(envs_text(self.app.store, self.values()["envs"]))
         label = self.query_one("#launch-command", Label)
         if not ok:
-            label.update(f"[b red]`sandmle {' '.join(COMMANDS[kind])}` has not landed in this build: "
-                         f"this run cannot start yet.[/]")
+            label.update(f"[b red]`sandmle {' '.join(COMMANDS[kind])}` is missing from this install (reinstall "
+                         f"sandmle): this run cannot start.[/]")
         else:
             text = "runs: sandmle " + " ".join(argv)
             if missing:
@@ -189,7 +189,7 @@ class LaunchFormScreen(ModalScreen[dict | None]):
         kind = self.query_one("#launch-kind", Select).value
         argv, missing, ok = map_values(kind, self.values())
         if not ok:
-            self.notify(f"`sandmle {' '.join(COMMANDS[kind])}` has not landed in this build", severity="error")
+            self.notify(f"`sandmle {' '.join(COMMANDS[kind])}` is missing from this install", severity="error")
             return
         self.dismiss({"kind": kind, "argv": argv, "ignored": missing, "values": self.values()})
 

@@ -31,7 +31,7 @@ SHOWN_RUNS = 5
 def usage_markdown(usage: dict) -> str:
     """The LLM spend on a seed's synthesis: calls, tokens, cost, cost per verified environment, by role."""
     if not usage["calls"]:
-        return "No LLM calls yet (procedural synthesis costs nothing)."
+        return "No LLM calls yet (offline synthesis, grounded or procedural, costs nothing)."
     per = usage["cost_per_verified_usd"]
     lines = [f"{usage['calls']} LLM calls · {usage['tokens']:,} tokens · **${usage['cost_usd']:.4f}**"
              + (f" · ${per:.4f} and {usage['tokens_per_verified']:,} tokens per verified environment"

@@ -25,7 +25,7 @@ class SynthFormScreen(ModalScreen[dict | None]):
         with Vertical(classes="dialog"):
             yield Label(f"Synthesize environments from seed {self.seed_id}", classes="dialog-title")
             if not self.available:
-                yield Label("`sandmle synth` has not landed in this build: synthesis cannot start from here yet.",
+                yield Label("`sandmle synth` is missing from this install (reinstall sandmle): synthesis cannot start.",
                             classes="dialog-error", id="synth-missing")
             with Horizontal(classes="form-row"):
                 yield Label("how many", classes="form-label")

@@ -174,8 +174,8 @@ class TrainingScreen(BaseScreen):
             self.notify(f"{run['id']} is still running", severity="warning")
             return
         if resolve_command(["runs", "resume"]) is None:
-            self.notify("`sandmle runs resume` has not landed in this build: this run cannot be resumed from "
-                        "here yet", severity="error", timeout=8)
+            self.notify("`sandmle runs resume` is missing from this install (reinstall sandmle): this run cannot "
+                        "be resumed from here", severity="error", timeout=8)
             return
         if run["status"] == "done":
             self.notify(f"{run['id']} is done; nothing to resume", severity="warning")

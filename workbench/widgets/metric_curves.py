@@ -8,7 +8,7 @@ from textual_plotext import PlotextPlot
 
 #: view → the metrics drawn together, in order (a view shows when the run logged at least one of them)
 VIEWS: dict[str, tuple[str, ...]] = {
-    "rates": ("reward_mean", "medal_rate", "valid_rate", "human_rank"),
+    "rates": ("reward_mean", "medal_rate", "valid_rate", "rank"),
     "loss": ("loss", "pg_loss"),
     "KL": ("kl",),
     "grad norm": ("grad_norm",),

@@ -1,8 +1,11 @@
-"""The top line of every main screen: the product name and the six screens with their keys (active one lit)."""
+"""The top line of every main screen: the product name and the six screens with their keys (active one lit), and
+"UNISOLATED" where the settings run sandboxes without isolation (``[sandbox] isolation = "none"``)."""
 
 from __future__ import annotations
 
 from textual.widgets import Static
+
+from engine.config import Settings
 
 ITEMS = (("seeds", "1", "Seeds"), ("environments", "2", "Envs"), ("sandbox", "3", "Sandbox"),
          ("training", "4", "Training"), ("eval", "5", "Eval"), ("jobs", "6", "Jobs"))
@@ -27,4 +30,12 @@ class NavBar(Static):
                 parts.append(f"[reverse b] {key} {label} [/]")
             else:
                 parts.append(f" [b]{key}[/b] {label} ")
-        return "[b $accent]SandMLE[/] " + "".join(parts)
+        line = "[b $accent]SandMLE[/] " + "".join(parts)
+        return line + (" [b reverse $error]UNISOLATED[/]" if unisolated(self.app) else "")
+
+
+def unisolated(app: object) -> bool:
+    """The app's settings (the workbench's ``settings``) run the local sandbox with no isolation."""
+    settings = getattr(app, "settings", None)
+    return isinstance(settings, Settings) and settings.sandbox.backend == "local" and \
+        settings.sandbox.isolation == "none"

@@ -4,8 +4,8 @@
 - ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu,max_batch=16,
   wait_ms=5]`` (``max_batch``/``wait_ms``: how concurrent calls are batched, see :mod:`engine.inference.hf`);
   ``hf:tiny`` is the project's tiny model in the data dir (built on first use, sampling at its own defaults:
-  :mod:`.tiny`); ``adapter=`` takes a folder, or a training run's id or ``RUN_ID@STEP`` in the store the policy
-  is loaded with
+  :mod:`engine.agents.tiny`); ``adapter=`` takes a folder, or a training run's id or ``RUN_ID@STEP`` in the
+  store the policy is loaded with
 - ``anthropic:MODEL[,max_tokens=...]`` and ``openai:MODEL[,base_url=...]``
 
 Each module imports its SDK or torch only when a policy of its kind is built.
@@ -20,7 +20,7 @@ from store.paths import data_dir
 
 from ...models.adapters import resolve_adapter
 from ..policy import Policy, PolicyError
-from . import tiny_model as tiny
+from .. import tiny
 from .anthropic import AnthropicPolicy
 from .hf import HFPolicy
 from .openai import OpenAIPolicy

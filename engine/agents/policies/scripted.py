@@ -24,7 +24,7 @@ from store.trajectories import Turn
 
 from ..format import answer_text, tool_call_text
 from ..policy import Action, PolicyError
-from .templates import EXPLORE, MODELS, TEXTS, Choice, run_code, whole_script
+from ..templates import EXPLORE, MODELS, TEXTS, Choice, run_code, whole_script
 
 EXPERT = Choice("blend", "words+chars", True, True)
 #: the expert's second candidate per modality

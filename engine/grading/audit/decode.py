@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..score import norm_labels
-from .sources import Candidate
+from .view import Candidate
 
 #: a column with at most this many distinct values (or the number of classes, if larger) may be relabelled
 RELABEL_MAX = 20

@@ -1,6 +1,6 @@
 """The audit at the doors an environment comes in by without synthesis: a folder given to eval or rollout, an
 MLE-bench competition (evaluated, or imported with ``seeds import``), any other import. The bar is the
-environment's own leaderboard (its gold threshold); the report is cached beside the imported copies, keyed by the
+environment's own leaderboard (its lowest rewarded tier: the bronze threshold); the report is cached beside the imported copies, keyed by the
 files, the grading spec and the bar, so a competition is audited once until it changes."""
 
 from __future__ import annotations
@@ -12,17 +12,19 @@ from pathlib import Path
 from ...envs.layout import EnvSpec
 from ...errors import ExploitFound
 from ..grade import env_thresholds
-from .run import AuditReport, audit, file_hashes
+from .files import file_hashes
+from .report import AuditReport
+from .run import audit
 
 
 def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] | None = None,
               cache: str | Path | None = None, screen_strong: float | None = None) -> AuditReport:
-    """The audit of one environment folder against its leaderboard's gold threshold (and ``strong``, where a
+    """The audit of one environment folder against its leaderboard's bronze threshold (and ``strong``, where a
     reference solution was run; ``screen_strong``, its proxy score where the environment is graded by its own
     evaluator); reused from ``cache`` while nothing it depends on changed."""
     th = env_thresholds(env)
-    gold = th.gold if th is not None else None
-    key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), gold, strong, declared,
+    medal = th.bronze if th is not None else None
+    key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), medal, strong, declared,
                                      screen_strong, env.grade.evaluator_code],
                                     sort_keys=True, default=str).encode()).hexdigest()
     path = Path(cache) / f"{env.id}.json" if cache is not None else None
@@ -33,7 +35,7 @@ def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] 
                 return AuditReport.from_dict(data["report"])
         except (ValueError, KeyError, TypeError):
             pass
-    report = audit(env.dir, env.grade, gold=gold, strong=strong, declared=declared, screen_strong=screen_strong)
+    report = audit(env.dir, env.grade, medal=medal, strong=strong, declared=declared, screen_strong=screen_strong)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "report": report.to_dict()}, default=str))

@@ -2,7 +2,8 @@
 
 :func:`audit` (an environment folder + its grading spec → an :class:`AuditReport`) tries, on everything the agent
 can read (:mod:`.sources`), every way of reading answers off it (:mod:`.decode`); each promising attempt becomes a
-submission scored on the hidden answers. An attempt that reaches the gold threshold or beats the strong reference
+submission scored on the hidden answers. An attempt that reaches the lowest rewarded tier (the bronze threshold) or
+beats the strong reference
 (:class:`Bar`) is a finding naming the file and the column; so is a public file the grading spec does not declare.
 A feature of ``test.csv`` that ``train.csv`` also has is the agent's to use: it is a finding only when it gives the
 answers away on the test rows and not on the training rows (a monotone transform of the label planted in the test
@@ -11,418 +12,46 @@ set).
 An environment graded by its own evaluator (a program, too slow for thousands of attempts) is screened with its
 proxy metric (:func:`engine.grading.score.screening_spec`): an attempt half way from the constant to the strong
 reference's proxy score goes on to its evaluator, which decides -- one sandbox run for every attempt screened in --
-against the gold threshold and the strong reference in the evaluator's own scores.
+against the bronze threshold and the strong reference in the evaluator's own scores.
+
+This module is the orchestration; the report is :mod:`.report`, the declared files and hashes :mod:`.files`, the
+grid and its targets :mod:`.grid`, the training side :mod:`.trainside`.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from ...envs.layout import GradeSpec
 from ...errors import InvalidSubmission
-from ..metrics import fast_fn, get_metric
-from ..score import (answers_matrix, norm_labels, prediction_matrix, read_frame, score_many, score_submission,
-                     screening_spec)
-from .decode import Attempt, Pool, Target, label_attempts, numeric_attempts
-from .sources import MAX_BYTES, Candidate, Public, candidates, media_columns, norm_keys
+from ..metrics import get_metric
+from ..score import read_frame, score_many, screening_spec
+from .decode import Attempt, Pool, Target
+# the report, the declared files and the grid live in modules of their own; what callers import from here stays here
+from .files import STANDARD_FILES, changed_files, declare_all, declared_files, file_hashes, undeclared
+from .grid import LABEL_VIEW, Grid, _text_labels, constant_base, targets
+from .report import Bar, AuditReport, Finding
+from .sources import MAX_BYTES, candidates
+from .trainside import TrainSide, _legit_leak
+from .view import Candidate, Public, media_columns, norm_keys
 
-#: the files every environment's public/ holds
-STANDARD_FILES = ("description.md", "train.csv", "test.csv", "sample_submission.csv")
-#: the name of the target "the class of each row" (answers with one probability column per class)
-LABEL_VIEW = "the class of each row"
-#: without a gold threshold or a strong reference: a finding when an attempt closes this share of that gap
-FALLBACK_SHARE = 0.8
-#: how sure a one-hot submission built from labels is of each label
-CONFIDENCE = 0.9
+__all__ = ["STANDARD_FILES", "AuditReport", "Bar", "Finding", "audit", "changed_files", "declare_all",
+           "declared_files", "file_hashes"]
+
 #: the rows of a training table larger than the sources' size limit that are read (priors, the training side)
 TRAIN_ROWS = 200_000
-#: probabilities read off a file are kept this far from 0 and 1 (a log loss is not ruined by one wrong row)
-CLIP = 0.025
 #: the attempts of one file and column confirmed by the grader at most (best first)
 PER_KEY = 3
 #: graded by its own evaluator: an attempt this far towards the proxy's bar goes on to the evaluator
 SCREEN_SHARE = 0.5
 
 
-@dataclass
-class Finding:
-    kind: str  #: leak | undeclared | error (the audit could not run: fails closed)
-    file: str  #: relative to the environment folder: ``public/crm_export.json``
-    column: str | None = None
-    how: str = ""
-    score: float | None = None
-    bar: str = ""
-
-    def line(self) -> str:
-        if self.kind == "undeclared":
-            return f"undeclared public file {self.file} ({self.how})"
-        if self.kind == "error":
-            return f"the audit could not run ({self.how}): not verified"
-        return (f"{self.file} column {self.column!r} ({self.how}) scores {self.score:.4g} on the hidden answers "
-                f"({self.bar}): the answers can be read instead of learned")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class Bar:
-    """When an attempt scores like a strong solution: at the gold threshold, or better than the strong reference;
-    without either, when it closes :data:`FALLBACK_SHARE` of the gap from the constant to the metric's best."""
-
-    trivial: float
-    lower_is_better: bool
-    gold: float | None = None
-    strong: float | None = None
-    best: float | None = None
-
-    def gap(self, score: float) -> float:
-        return (self.trivial - score) if self.lower_is_better else (score - self.trivial)
-
-    def closes(self, score: float) -> float:
-        """The share of the gap from the constant to the metric's best that ``score`` closes."""
-        if self.best is None or self.best == self.trivial:
-            return 0.0
-        return self.gap(score) / abs(self.best - self.trivial)
-
-    def share(self, score: float) -> float:
-        """How far ``score`` goes from the constant towards the nearest bar (1: it reaches it)."""
-        bars = [b for b in (self.gold, self.strong) if b is not None]
-        if not bars and self.best is not None:
-            bars = [self.trivial + FALLBACK_SHARE * (self.best - self.trivial)]
-        lead = max([self.gap(b) for b in bars] + [0.0]) if bars else 0.0
-        nearest = min((self.gap(b) for b in bars if self.gap(b) > 0), default=lead)
-        return self.gap(score) / nearest if nearest > 0 else 0.0
-
-    def reached(self, score: float) -> bool:
-        if self.gap(score) <= 0:
-            return False
-        if self.gold is not None and (score <= self.gold if self.lower_is_better else score >= self.gold):
-            return True
-        if self.strong is not None and (score < self.strong if self.lower_is_better else score > self.strong):
-            return True
-        return self.gold is None and self.strong is None and self.closes(score) >= FALLBACK_SHARE
-
-    def describe(self) -> str:
-        parts = [f"gold {self.gold:.4g}" if self.gold is not None else "",
-                 f"strong reference {self.strong:.4g}" if self.strong is not None else ""]
-        text = ", ".join(p for p in parts if p)
-        return text or f"{FALLBACK_SHARE:.0%} of the way from the constant {self.trivial:.4g} to {self.best}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class AuditReport:
-    findings: list[Finding] = field(default_factory=list)
-    attempts: int = 0
-    candidates: int = 0
-    #: the best attempts (where, how, score), for the record
-    best: list[dict[str, Any]] = field(default_factory=list)
-    #: the closest a file or pattern (not a feature) came: its share of the way from the constant to the bar
-    closest: float | None = None
-    bar: dict[str, Any] = field(default_factory=dict)
-    declared: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    wall_s: float = 0.0
-    #: the public files audited → their hash (not stored: a store path compares them to see what changed since)
-    files: dict[str, str] = field(default_factory=dict, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
-
-    @property
-    def leaks(self) -> list[Finding]:
-        return [f for f in self.findings if f.kind == "leak"]
-
-    def summary(self) -> str:
-        """One line: what was tried, what was found, how close the nearest file came to the bar."""
-        tried = f"{self.candidates} candidate columns, {self.attempts} attempts"
-        if self.findings:
-            return f"exploit audit: {len(self.findings)} finding(s) in {tried}: {self.reason()}"
-        near = f"; the closest came {self.closest:.0%} of the way to the bar" if self.closest is not None else ""
-        return f"exploit audit: nothing found in {tried}{near}"
-
-    def reason(self) -> str:
-        """The first finding (a leak before an undeclared file), as the one-line reason of a rejection."""
-        first = (self.leaks or self.findings)[0]
-        extra = len(self.findings) - 1
-        return first.line() + (f" (+{extra} more finding{'s' if extra > 1 else ''})" if extra else "")
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {**asdict(self), "findings": [f.to_dict() for f in self.findings]}
-        out.pop("files")
-        return out
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "AuditReport":
-        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__ and k != "findings"}
-        return cls(**fields, findings=[Finding(**f) for f in data.get("findings", [])])
-
-
-# ---------------------------------------------------------------------------------------------- declared files
-def declared_files(env_dir: str | Path, spec: GradeSpec | None = None) -> list[str]:
-    """The public files an environment may hold, as patterns relative to ``public/``: the grading spec's
-    ``public_files`` when it declares them, else the standard files and the folders of the media its rows point
-    to (``test/*.png``)."""
-    if spec is not None and spec.public_files is not None:
-        return list(spec.public_files)
-    public = Path(env_dir) / "public"
-    patterns = list(STANDARD_FILES)
-    for name in ("train.csv", "test.csv"):
-        if not (public / name).is_file():
-            continue
-        frame = pd.read_csv(public / name, nrows=200)
-        for c in media_columns(frame, public):
-            for p in sorted({PurePosixPath(v) for v in frame[c].dropna().astype(str)}):
-                pattern = f"{p.parent.as_posix()}/*{p.suffix}" if p.parent.as_posix() != "." else f"*{p.suffix}"
-                if pattern not in patterns:
-                    patterns.append(pattern)
-    return patterns
-
-
-def declare_all(public: str | Path) -> list[str]:
-    """Patterns declaring every file now in ``public`` (an imported competition declares what it ships): top-level
-    files by name, folders as ``folder/**``."""
-    public = Path(public)
-    return sorted(p.name if p.is_file() else f"{p.name}/**" for p in public.iterdir() if not p.name.startswith("."))
-
-
-def undeclared(env_dir: Path, patterns: list[str]) -> list[str]:
-    public = env_dir / "public"
-    out = []
-    for p in sorted(public.rglob("*")):
-        rel = p.relative_to(public).as_posix()
-        if p.is_file() and not any(fnmatch.fnmatchcase(rel, pat) for pat in patterns):
-            out.append(f"public/{rel}")
-    return out
-
-
-def changed_files(env_dir: str | Path, before: dict[str, str]) -> set[str]:
-    """Public files (relative to the environment folder) added or changed since ``before`` (:func:`file_hashes`)."""
-    now = file_hashes(env_dir)
-    return {rel for rel, h in now.items() if before.get(rel) != h}
-
-
-#: files hashed by content (smaller, not media); the rest by size and modification time
-HASH_BYTES = 2**20
-MEDIA_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".wav", ".aif", ".aiff", ".mp3", ".flac",
-                  ".npy", ".npz")
-
-
-def file_hashes(env_dir: str | Path) -> dict[str, str]:
-    """Every public file (relative to the environment folder) → its content hash, or its size and modification
-    time for media and large files (cheap on a real competition of 100,000 images)."""
-    env_dir = Path(env_dir)
-    out = {}
-    for p in sorted((env_dir / "public").rglob("*")):
-        if not p.is_file():
-            continue
-        st = p.stat()
-        rel = p.relative_to(env_dir).as_posix()
-        if st.st_size <= HASH_BYTES and p.suffix.lower() not in MEDIA_SUFFIXES:
-            out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-        else:
-            out[rel] = f"{st.st_size}:{st.st_mtime_ns}"
-    return out
-
-
-# ---------------------------------------------------------------------------------------------- the grid
-class Grid:
-    """The answers and a base submission as the metric's matrices: an attempt replaces the columns it predicts
-    and is scored with the metric's fast function; a finding is confirmed by the grader itself."""
-
-    def __init__(self, spec: GradeSpec, answers: pd.DataFrame, base: pd.DataFrame):
-        self.spec, self.answers = spec, answers
-        self.Y = answers_matrix(spec, answers)
-        self.P0 = prediction_matrix(spec, base, check_labels=False)
-        self.fn = fast_fn(spec.metric)
-        self.metric = get_metric(spec.metric)
-        self.kind = self.metric.prediction
-
-    def score(self, P: np.ndarray) -> float | None:
-        try:
-            value = float(self.fn(self.Y, P))
-        except (ValueError, TypeError, ZeroDivisionError):
-            return None
-        return value if np.isfinite(value) else None
-
-    def apply(self, target: Target, values: np.ndarray, P: np.ndarray | None = None) -> np.ndarray:
-        P = (self.P0 if P is None else P).copy()
-        cols = self.spec.prediction_columns
-        if target.name == LABEL_VIEW:
-            k = len(cols)
-            onehot = (np.asarray(values, dtype=object)[:, None] == np.asarray(target.classes, dtype=object)[None, :])
-            return np.where(onehot, CONFIDENCE, (1 - CONFIDENCE) / max(k - 1, 1)).astype(float)
-        j = cols.index(target.name)
-        if target.kind == "label":
-            if self.metric.ordinal:
-                P = P.astype(float)
-                P[:, j] = pd.to_numeric(pd.Series(values), errors="coerce").fillna(float(P[0, j])).to_numpy()
-            elif self.kind == "ranking":
-                rest = [c for c in (target.classes or [])]
-                P[:, j] = [" ".join([v] + [c for c in rest if c != v][:2]) for v in values]
-            else:
-                P[:, j] = values
-            return P
-        v = np.asarray(values, dtype=float)
-        if self.metric.probabilities or self.kind == "proba":
-            v = np.clip(v, CLIP, 1 - CLIP)
-        elif self.metric.non_negative:
-            v = np.maximum(v, 0.0)
-        P = P.astype(float)
-        P[:, j] = v
-        return P
-
-    def frame(self, P: np.ndarray) -> pd.DataFrame:
-        """The submission a matrix stands for (what the grader reads)."""
-        out = pd.DataFrame({self.spec.id_column: self.answers[self.spec.id_column].to_numpy()})
-        for j, c in enumerate(self.spec.prediction_columns):
-            out[c] = P[:, j]
-        return out
-
-    def confirm(self, P: np.ndarray) -> float | None:
-        try:
-            return score_submission(self.spec, self.answers, self.frame(P))
-        except InvalidSubmission:
-            return None
-
-
-# ---------------------------------------------------------------------------------------------- targets
-def constant_base(spec: GradeSpec, answers: pd.DataFrame, train: pd.DataFrame) -> pd.DataFrame:
-    """The constant submission every attempt starts from (and is compared with): the training rows' mean or
-    commonest label, uniform probabilities — never the sample submission, which is itself audited."""
-    out = pd.DataFrame({spec.id_column: answers[spec.id_column].to_numpy()})
-    kind = get_metric(spec.metric).prediction
-    for c in spec.prediction_columns:
-        if kind == "proba":
-            out[c] = 1.0 / len(spec.prediction_columns)
-        elif c in train.columns and kind in ("label", "ranking"):
-            out[c] = train[c].mode().iloc[0]
-        elif c in train.columns:
-            out[c] = float(pd.to_numeric(train[c], errors="coerce").mean())
-        else:
-            out[c] = answers[c].mode().iloc[0]
-    return out
-
-
-def _label_target(spec: GradeSpec, name: str, truth: np.ndarray, train_labels: pd.Series | None,
-                  fill: np.ndarray, classes: list[str] | None) -> Target:
-    if classes is None:
-        pool = list(truth) + (list(norm_labels(train_labels.dropna())) if train_labels is not None else [])
-        classes = sorted(set(pool))
-    prior = np.ones(len(classes))
-    if train_labels is not None and len(train_labels.dropna()):
-        counts = pd.Series(norm_labels(train_labels.dropna())).value_counts()
-        prior = np.array([float(counts.get(c, 0)) for c in classes]) + 1e-9
-    return Target(name, "label", truth, classes, prior, fill)
-
-
-def targets(spec: GradeSpec, answers: pd.DataFrame, train: pd.DataFrame, grid: Grid) -> list[Target]:
-    """What the audit tries to recover: each prediction column, and the class of each row for one probability
-    column per class."""
-    kind = get_metric(spec.metric).prediction
-    classes = [str(c) for c in norm_labels(pd.Series(list(spec.classes)))] if spec.classes else None
-    out = []
-    for j, c in enumerate(spec.prediction_columns):
-        tr = train[c] if c in train.columns else None
-        if kind in ("label", "ranking"):
-            truth = norm_labels(answers[c])
-            fill = np.asarray(norm_labels(pd.Series(grid.P0[:, j])), dtype=object) if kind == "label" else \
-                np.full(len(truth), truth[0], dtype=object)
-            out.append(_label_target(spec, c, truth, tr, fill, classes))
-        else:
-            truth = pd.to_numeric(answers[c], errors="coerce").to_numpy(dtype=float)
-            prior = np.sort(pd.to_numeric(tr, errors="coerce").dropna().to_numpy(dtype=float)) if tr is not None \
-                else None
-            out.append(Target(c, "numeric", truth, None, prior, grid.P0[:, j].astype(float)))
-    if kind == "proba" and len(spec.target_columns) == 1:
-        cols = spec.prediction_columns
-        truth = np.asarray(cols, dtype=object)[answers[cols].to_numpy(dtype=float).argmax(axis=1)]
-        tr = train[spec.target_columns[0]] if spec.target_columns[0] in train.columns else None
-        names = [str(c) for c in norm_labels(pd.Series(cols))]
-        truth = np.asarray(norm_labels(pd.Series(truth)), dtype=object)
-        major = pd.Series(norm_labels(tr.dropna())).mode().iloc[0] if tr is not None and len(tr.dropna()) else names[0]
-        out.append(_label_target(spec, LABEL_VIEW, truth, tr, np.full(len(truth), major, dtype=object), names))
-    return out
-
-
-def _text_labels(spec: GradeSpec, tgts: list[Target]) -> set[str] | None:
-    """The tokens a run of labels in free text would be made of (None: numbers)."""
-    labels = {c for t in tgts if t.kind == "label" for c in (t.classes or [])}
-    return labels or None
-
-
-# ---------------------------------------------------------------------------------------------- the training side
-class TrainSide:
-    """The same attempts on the training rows (for the features an agent may use): what a column gives away there
-    is what a learner can learn; more on the test rows means the test set was written differently."""
-
-    def __init__(self, spec: GradeSpec, train: pd.DataFrame, base: pd.DataFrame):
-        self.ok = False
-        kind = get_metric(spec.metric).prediction
-        cols = spec.prediction_columns
-        ids = [f"r{i}" for i in range(len(train))]
-        if kind == "proba" and len(spec.target_columns) == 1 and spec.target_columns[0] in train.columns:
-            labels = norm_labels(train[spec.target_columns[0]].fillna(""))
-            answers = pd.DataFrame({c: (labels == str(n)).astype(float) for c, n in
-                                    zip(cols, norm_labels(pd.Series(cols)))})
-        elif all(c in train.columns for c in cols) and not train[cols].isna().any().any():
-            answers = train[cols].reset_index(drop=True).copy()
-        else:
-            return
-        spec_tr = GradeSpec(**{**spec.to_dict(), "id_column": "_row"})
-        answers.insert(0, "_row", ids)
-        first = base.iloc[[0] * len(train)].reset_index(drop=True)
-        first = first.drop(columns=[spec.id_column]).assign(_row=ids)[["_row", *cols]]
-        try:
-            self.grid = Grid(spec_tr, answers, first)
-        except (InvalidSubmission, ValueError, KeyError):
-            return
-        self.ids = pd.Index(ids)
-        self.targets = {t.name: t for t in targets(spec_tr, answers, train, self.grid)}
-        self.trivial = self.grid.score(self.grid.P0)
-        self.ok = self.trivial is not None
-
-    def score(self, att: Attempt) -> float | None:
-        """The attempt's decoder on the training rows, scored against the training labels."""
-        cand, target = att.candidate, self.targets.get(att.target)
-        if cand.train_values is None or target is None:
-            return None
-        mirror = Candidate(cand.source, cand.column, cand.train_values.set_axis(self.ids), legit=True)
-        family = att.decoder.removesuffix(", reversed")
-        make = numeric_attempts if target.kind == "numeric" else label_attempts
-        same = [a for a in make(mirror, target) if a.decoder.removesuffix(", reversed") == family]
-        scores = [s for a in same if (s := self.grid.score(self.grid.apply(target, a.values))) is not None]
-        if not scores:
-            return None
-        return min(scores) if self.grid.spec.lower_is_better else max(scores)
-
-
-def _legit_leak(att: Attempt, score: float, bar: Bar, train_side: TrainSide | None) -> bool:
-    """A feature the agent may use is a finding only when it gives away on the test rows what it does not on the
-    training rows (less than half its lead over the constant there): the test set was written differently. (A
-    feature that is as good on both is an easy task, which the verifier's saturation check judges.)"""
-    if train_side is None or not train_side.ok or train_side.trivial is None:
-        return False
-    s_tr = train_side.score(att)
-    if s_tr is None:
-        return False
-    lead_tr = (train_side.trivial - s_tr) if bar.lower_is_better else (s_tr - train_side.trivial)
-    return lead_tr < 0.5 * bar.gap(score)
-
-
-# ---------------------------------------------------------------------------------------------- the audit
 def _read_view(env_dir: Path, spec: GradeSpec) -> tuple[pd.DataFrame, Public]:
     public = env_dir / "public"
     answers = read_frame(env_dir / "private" / "answers.csv", spec.id_column)
@@ -436,18 +65,19 @@ def _read_view(env_dir: Path, spec: GradeSpec) -> tuple[pd.DataFrame, Public]:
     return answers, view
 
 
-def audit(env_dir: str | Path, spec: GradeSpec, *, gold: float | None = None, strong: float | None = None,
+def audit(env_dir: str | Path, spec: GradeSpec, *, medal: float | None = None, strong: float | None = None,
           only: set[str] | None = None, declared: list[str] | None = None,
           screen_strong: float | None = None) -> AuditReport:
     """Try to recover the hidden answers of the environment in ``env_dir`` from its public files; the report's
-    findings name each file and column that gives them away (an attempt that reaches ``gold`` or beats ``strong``,
+    findings name each file and column that gives them away (an attempt that reaches ``medal``, the bronze threshold,
+    or beats ``strong``,
     see :class:`Bar`) and each public file that ``declared`` (default: :func:`declared_files`) does not cover.
     ``only``: audit just these public files (paths relative to ``env_dir``), e.g. a description written after
     the rest was audited. An audit that cannot run is a finding too (it fails closed). ``screen_strong``: for an
     environment graded by its own evaluator, the strong reference's score by its proxy metric (the screening bar)."""
     start = time.perf_counter()
     try:
-        return _audit(Path(env_dir), spec, Bars(gold, strong, screen_strong), only, declared)
+        return _audit(Path(env_dir), spec, Bars(medal, strong, screen_strong), only, declared)
     except Exception as exc:  # noqa: BLE001 - whatever stops the audit, the environment is not verified
         first = str(exc).splitlines()[0][:200] if str(exc) else ""
         return AuditReport(findings=[Finding("error", "", how=f"{type(exc).__name__}: {first}")],
@@ -456,10 +86,10 @@ def audit(env_dir: str | Path, spec: GradeSpec, *, gold: float | None = None, st
 
 @dataclass
 class Bars:
-    """What the audit was given to judge by: the gold threshold and the strong reference (in the grader's scores);
+    """What the audit was given to judge by: the bronze threshold and the strong reference (in the grader's scores);
     for an environment graded by its own evaluator, the strong reference's proxy score too."""
 
-    gold: float | None
+    medal: float | None
     strong: float | None
     screen_strong: float | None = None
 
@@ -478,8 +108,12 @@ def _audit(env_dir: Path, spec: GradeSpec, bars: Bars, only: set[str] | None,
     grid = Grid(screen, answers, constant_base(screen, answers, view.train))
     trivial = grid.score(grid.P0)
     if trivial is None:
-        raise InvalidSubmission("the exploit audit cannot score a constant submission (a broken grading spec)")
-    bar = Bar(trivial, screen.lower_is_better, None if spec.external else bars.gold,
+        try:  # the metric's own reason, where it gave one
+            why = f": {screen.metric} says {grid.fn(grid.Y, grid.P0)}"
+        except (ValueError, TypeError, ZeroDivisionError) as exc:
+            why = f": {screen.metric}: {exc}"
+        raise InvalidSubmission(f"the exploit audit cannot score a constant submission (a broken grading spec{why})")
+    bar = Bar(trivial, screen.lower_is_better, None if spec.external else bars.medal,
               bars.screen_strong if spec.external else bars.strong, get_metric(screen.metric).best)
     report.bar = bar.to_dict()
     tgts = targets(screen, answers, view.train, grid)
@@ -500,6 +134,7 @@ def _audit(env_dir: Path, spec: GradeSpec, bars: Bars, only: set[str] | None,
                    for a, t, s, _ in sorted(tried, key=lambda x: -bar.gap(x[2]))[:5]]
     report.closest = round(max([bar.share(s) for a, _, s, _ in tried if not a.candidate.legit] + [0.0]), 4)
     report.skipped = view.skipped
+    report.findings += [Finding("unaudited", rel, how=how) for rel, how in view.unread]
     report.wall_s = round(time.perf_counter() - start, 4)
     return report
 
@@ -559,7 +194,7 @@ def _confirmed(spec: GradeSpec, grid: Grid, bars: Bars, bar: Bar, picks: Tried,
         if trivial is None:
             raise InvalidSubmission("the environment's evaluator refuses a constant submission: the exploit audit "
                                     "cannot judge its attempts")
-        real_bar = Bar(trivial, spec.lower_is_better, bars.gold, bars.strong, None)
+        real_bar = Bar(trivial, spec.lower_is_better, bars.medal, bars.strong, None)
     else:
         graded = _graded(spec, grid, Ps)
     leaks: dict[tuple[str, str], Finding] = {}

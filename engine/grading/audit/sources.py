@@ -2,24 +2,30 @@
 (or lined up with the test rows by order), key/value maps keyed by the test ids, the id strings and the row order,
 media paths and the files beside the media, and the text around each test id in every text file.
 
-A :class:`Candidate` is one such column: a value per test id (missing where the source does not cover the id) and
-where it came from (the file and the column, in words). :func:`candidates` reads them all; the attacks in
-:mod:`.decode` try to turn each into the answers.
+A :class:`Candidate` (:mod:`.view`, with the view it is read off) is one such column: a value per test id (missing
+where the source does not cover the id) and where it came from (the file and the column, in words).
+:func:`candidates` reads them all; the attacks in :mod:`.decode` try to turn each into the answers.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
-#: files larger than this are not read (listed as skipped in the report)
+# the view and its candidate columns live in .view; media_columns stays importable from here for callers
+from .view import Candidate, Public, media_columns, media_files, norm_key, norm_keys  # noqa: F401
+
+
+#: files larger than this are not read whole: a table is read in chunks (its rows that carry a test id, or all its
+#: rows where it has one per test row); any other file is not audited, a finding (the environment is not verified)
 MAX_BYTES = 256 * 2**20
+#: the rows of a big table read at a time
+CHUNK_ROWS = 100_000
 #: a column is a key of the test rows when it holds at least this share of the test ids
 KEY_COVERAGE = 0.5
 #: suffixes read as tables, JSON, arrays; anything else that decodes as UTF-8 text is scanned as text
@@ -34,101 +40,6 @@ BINARY = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".gif", ".webp", ".w
 #: what separates a value from the id beside it in free text (markdown tables, `id: label`, `id=label`, CSV lines)
 _SEPARATORS = re.compile(r"[\s,;|:=\t\"'`()\[\]{}<>]+")
 _WALK_LIMIT = 5000
-
-
-@dataclass
-class Candidate:
-    #: the file it comes from, relative to the environment folder (``public/crm_export.json``)
-    source: str
-    #: the column, key path or pattern, in words (``churn_ref``, ``customers.*.status``, ``token after the id``)
-    column: str
-    #: one value per test id (index: the test ids, in the answers' order); NaN where the source has none
-    values: pd.Series
-    #: a feature of test.csv that train.csv also has: an agent may use it, so it is judged against the train rows
-    legit: bool = False
-    #: the same column on the training rows (legit features only)
-    train_values: pd.Series | None = None
-    #: what the decoders compute once per candidate (numbers, ranks, codes)
-    cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    def coverage(self) -> float:
-        return float(self.values.notna().mean()) if len(self.values) else 0.0
-
-
-@dataclass
-class Public:
-    """The agent's view of an environment: the public files, the test ids and frames the attacks need."""
-
-    env_dir: Path
-    id_column: str
-    #: test ids as text, in the order of the answers
-    test_ids: pd.Index
-    test: pd.DataFrame
-    train: pd.DataFrame
-    #: test.csv's media-path columns (their files are the media, not sources)
-    media_columns: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-    @property
-    def public(self) -> Path:
-        return self.env_dir / "public"
-
-    def rel(self, path: Path) -> str:
-        return path.relative_to(self.env_dir).as_posix()
-
-
-def norm_key(value: object) -> str:
-    """One key as text, the way ids are compared: stripped, an integral number without its decimal part
-    (``12.0`` → ``12``)."""
-    text = str(value).strip()
-    if text[-2:] == ".0" or "e" in text.lower():
-        try:
-            num = float(text)
-        except ValueError:
-            return text
-        if np.isfinite(num) and num == round(num):
-            return str(int(num))
-    return text
-
-
-def norm_keys(values: pd.Series | list | np.ndarray) -> pd.Series:
-    """:func:`norm_key` of each value."""
-    s = pd.Series(values, dtype=object) if not isinstance(values, pd.Series) else values
-    if pd.api.types.is_integer_dtype(s):
-        return s.astype(str)
-    return pd.Series([norm_key(v) for v in s.to_numpy()], index=s.index, dtype=object)
-
-
-def media_columns(frame: pd.DataFrame, public: Path) -> list[str]:
-    """Columns of a frame whose values are paths of files under ``public`` (the media of image/audio/signal tasks)."""
-    out = []
-    for c in frame.columns:
-        col = frame[c]
-        if pd.api.types.is_numeric_dtype(col) or not len(col):
-            continue
-        head = col.dropna().astype(str).head(20)
-        if not len(head) or not all(_path_like(v) for v in head):
-            continue
-        if all((public / v).is_file() for v in head):
-            out.append(str(c))
-    return out
-
-
-_PATH = re.compile(r"[^\s]{0,240}\.[A-Za-z][A-Za-z0-9]{0,5}")
-
-
-def _path_like(value: str) -> bool:
-    return _PATH.fullmatch(value) is not None
-
-
-def media_files(view: Public) -> set[str]:
-    """The media files the train and test rows point to (paths relative to ``public/``)."""
-    files: set[str] = set()
-    for frame in (view.train, view.test):
-        for c in view.media_columns:
-            if c in frame.columns:
-                files.update(frame[c].dropna().astype(str))
-    return files
 
 
 # ---------------------------------------------------------------------------------------------- tables and maps
@@ -372,7 +283,10 @@ def file_candidates(path: Path, view: Public, labels: set[str] | None) -> list[C
     if suffix in BINARY:
         return []
     if path.stat().st_size > MAX_BYTES:
-        view.skipped.append(f"{rel}: larger than {MAX_BYTES // 2**20} MB, not read")
+        if suffix in TABLES:
+            return _big_table_candidates(path, rel, view)
+        view.unread.append((rel, f"larger than {_cap()} and not a table, which is read in chunks"))
+        view.skipped.append(f"{rel}: larger than {_cap()}, not read")
         return []
     try:
         if suffix in TABLES:
@@ -396,6 +310,37 @@ def file_candidates(path: Path, view: Public, labels: set[str] | None) -> list[C
         if obj is not None:
             return json_candidates(obj, rel, view) + text_candidates(text, rel, view, labels)
     return text_candidates(text, rel, view, labels)
+
+
+def _cap() -> str:
+    return f"{MAX_BYTES // 2**20} MB" if MAX_BYTES >= 2**20 else f"{MAX_BYTES // 2**10} KB"
+
+
+def _big_table_candidates(path: Path, rel: str, view: Public) -> list[Candidate]:
+    """A table over the size cap, read in chunks: the rows that carry a test id in any column (all a join to the
+    test ids can use), or every row where it has exactly one per test row (the row-order view)."""
+    ids, n = list(view.test_ids), len(view.test_ids)
+    keyed: list[pd.DataFrame] = []
+    head: list[pd.DataFrame] = []
+    total = 0
+    try:
+        with pd.read_csv(path, sep=TABLES[path.suffix.lower()], dtype=str, keep_default_na=True,
+                         chunksize=CHUNK_ROWS) as chunks:
+            for chunk in chunks:
+                if total <= n:
+                    head.append(chunk)
+                total += len(chunk)
+                hit = chunk.isin(ids).any(axis=1)
+                if hit.any():
+                    keyed.append(chunk[hit])
+    except (ValueError, OSError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        why = f"larger than {_cap()} and not readable in chunks ({str(exc).splitlines()[0][:80]})"
+        view.unread.append((rel, why))
+        view.skipped.append(f"{rel}: {why}")
+        return []
+    if total == n:
+        return table_candidates(pd.concat(head, ignore_index=True), rel, view)
+    return table_candidates(pd.concat(keyed, ignore_index=True), rel, view) if keyed else []
 
 
 def _array_candidates(arr: np.ndarray, rel: str, view: Public) -> list[Candidate]:

@@ -40,6 +40,14 @@ class SynthesisBackend(abc.ABC):
         """Release clients."""
 
 
+class OfflineBackend(SynthesisBackend):
+    """A backend without a model (procedural, grounded): each role is answered by the method of its name
+    (``analyst``, ``designer``, ``grader``, ``engineer``, ``describer``, ``reviewer``), from the typed context."""
+
+    def complete(self, request: RoleRequest) -> Completion:
+        return Completion(data=getattr(self, request.role)(request.context))
+
+
 def extract_json(text: str) -> dict[str, Any]:
     """The first JSON object in a model's answer (a ```json fence or a bare {...}); MalformedOutput otherwise."""
     candidates = re.findall(r"```(?:json)?\s*(\{.*\})\s*```", text, flags=re.S)

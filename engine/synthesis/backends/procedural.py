@@ -15,9 +15,9 @@ from ..describe import write_description
 from ..designer import design
 from ..engineer import build_config, difficulty, render_program
 from ..grader import grade_spec
-from ..roles import RoleContext, RoleRequest
+from ..roles import RoleContext
 from ...config import Settings
-from .base import Completion, SynthesisBackend
+from .base import OfflineBackend
 
 TEMPLATE_DEPENDENCE = {
     "tabular": "a sparse random combination of the numeric and categorical features (with interactions and "
@@ -29,14 +29,8 @@ TEMPLATE_DEPENDENCE = {
 }
 
 
-class ProceduralBackend(SynthesisBackend):
+class ProceduralBackend(OfflineBackend):
     name = "procedural"
-
-    def complete(self, request: RoleRequest) -> Completion:
-        ctx = request.context
-        answer = {"analyst": self.analyst, "designer": self.designer, "grader": self.grader,
-                  "engineer": self.engineer, "describer": self.describer, "reviewer": self.reviewer}[request.role]
-        return Completion(data=answer(ctx))
 
     @staticmethod
     def analyst(ctx: RoleContext) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...synthesis.solutions import Strategy, render_solution
+from ..synthesis.solutions import Strategy, render_solution
 
 MODELS = ("constant", "linear", "boosted", "blend")
 TEXTS = ("words", "words+chars")

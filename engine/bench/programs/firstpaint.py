@@ -1,5 +1,10 @@
-"""Measure the workbench's time to first paint of each screen on a given store (run by ``sandmle bench tui``
-in a child process, so the engine never imports the UI). Prints JSON: [{"screen", "first_paint_s"}, …]."""
+"""Measure the workbench's time to first paint of each screen on a given store. A program, not a module: package
+data of ``engine.bench`` that ``sandmle bench tui`` (:mod:`engine.bench.tui`) runs in a child process, so the engine
+never imports the UI; it starts the app the way ``sandmle`` does and drives it headless at 80x24.
+
+    python firstpaint.py --db DATA_DIR/sandmle.db [--env ENV_ID] [--run RUN_ID]
+
+Prints JSON: [{"screen", "first_paint_s"}, …]."""
 
 from __future__ import annotations
 
@@ -13,10 +18,9 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from engine.config import Settings
 from store import Store
-
-from .app import SCREENS, Workbench
-from .screens.env_detail import EnvDetailScreen
-from .screens.trajectories import TrajectoriesScreen
+from workbench.app import SCREENS, Workbench
+from workbench.screens.env_detail import EnvDetailScreen
+from workbench.screens.trajectories import TrajectoriesScreen
 
 
 async def measure(db: str, env_id: str | None = None, run_id: str | None = None,
@@ -50,16 +54,16 @@ async def measure(db: str, env_id: str | None = None, run_id: str | None = None,
         if env_id:
             await app.switch_mode("environments")
             t = time.perf_counter()
-            screen = EnvDetailScreen(env_id)
-            await app.push_screen(screen)
-            await settle(pilot, screen)
+            detail = EnvDetailScreen(env_id)
+            await app.push_screen(detail)
+            await settle(pilot, detail)
             rows.append({"screen": "environment detail", "first_paint_s": time.perf_counter() - t})
         if run_id:
             await app.switch_mode("training")
             t = time.perf_counter()
-            screen = TrajectoriesScreen(run_id=run_id)
-            await app.push_screen(screen)
-            await settle(pilot, screen)
+            rollouts = TrajectoriesScreen(run_id=run_id)
+            await app.push_screen(rollouts)
+            await settle(pilot, rollouts)
             rows.append({"screen": "rollouts (turn view)", "first_paint_s": time.perf_counter() - t})
     store.close()
     return rows

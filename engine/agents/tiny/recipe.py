@@ -1,21 +1,21 @@
-"""Training defaults that depend on the model. ``tiny`` (:mod:`engine.agents.policies.tiny_model`) and folders
-made from it get the settings that ``sandmle bench learn`` shows can learn on a CPU; any other model keeps the
-config classes' own defaults. A config file or flags override either (:func:`engine.rl.config.load_config`
+"""tiny's training recipe: the defaults that depend on the model. ``tiny`` and folders made from it get the
+settings that ``sandmle bench learn`` shows can learn on a CPU; any other model keeps the config classes' own
+defaults. A config file or flags override either (:func:`engine.rl.config.load_config`
 applies these to the keys neither sets)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..agents.policies import tiny_model as tiny
+from . import MAX_NEW_TOKENS, MAX_TURNS, TEMPERATURE, is_tiny
 
 _LORA = {"lora_r": 16, "lora_alpha": 32, "lora_modules_to_save": ["norm"]}
 #: SFT on the scripted teacher's valid demonstrations (reward >= 0.2: a valid submission)
 TINY_SFT: dict[str, Any] = {**_LORA, "lr": 1e-2, "epochs": 4.0, "batch_size": 2, "min_reward": 0.2,
                             "max_seq_len": 4096}
 #: trajectory-wise GRPO from the SFT adapter, sampling as ``hf:tiny`` does
-TINY_GRPO: dict[str, Any] = {**_LORA, "lr": 5e-4, "temperature": tiny.TEMPERATURE,
-                             "max_new_tokens": tiny.MAX_NEW_TOKENS, "max_turns": tiny.MAX_TURNS,
+TINY_GRPO: dict[str, Any] = {**_LORA, "lr": 5e-4, "temperature": TEMPERATURE,
+                             "max_new_tokens": MAX_NEW_TOKENS, "max_turns": MAX_TURNS,
                              "envs_per_step": 2, "group_size": 4, "micro_batch": 2, "max_seq_len": 4096,
                              "step_timeout_s": 120.0, "episode_timeout_s": 600.0,
                              # every step's adapter is kept, so each rollout's policy (RUN_ID@STEP) loads again
@@ -34,6 +34,6 @@ def defaults(kind: str, model: str | None, sampler: str | None = None) -> dict[s
     table = {"sft": TINY_SFT, "grpo": TINY_GRPO if sampler in (None, "hf") else TINY_GRPO_VLLM}
     if kind not in table:
         raise ValueError(f"unknown run kind {kind!r}; expected sft or grpo")
-    if not tiny.is_tiny(model):
+    if not is_tiny(model):
         return {}
     return {k: list(v) if isinstance(v, list) else v for k, v in table[kind].items()}

@@ -1,8 +1,10 @@
-"""A stand-in LLM server on 127.0.0.1 that speaks the Anthropic Messages API and the OpenAI chat-completions API,
-so the real SDKs can be driven end to end without a network: by the tests, and by ``sandmle bench synth``.
+"""A local server of canned LLM answers on 127.0.0.1: no model behind it, it speaks the Anthropic Messages API
+and the OpenAI chat-completions API so the real SDKs can be driven end to end without a network — by ``sandmle bench
+synth`` (the LLM path's own cost, the answers instant) and by the tests (``tests/http_peer.py``). Not a product
+part: a user's LLM is the real provider's API (:mod:`engine.llm`).
 
-:class:`JsonPeer` is the bare JSON-over-HTTP server (subclasses implement ``answer``); :class:`StandIn` parses
-either wire format into a :class:`StandInRequest`, asks ``reply(request)`` for the text, and answers in the same
+:class:`JsonPeer` is the bare JSON-over-HTTP server (subclasses implement ``answer``); :class:`CannedLLM` parses
+either wire format into a :class:`CannedRequest`, asks ``reply(request)`` for the text, and answers in the same
 format with token usage (about 4 characters per token). Like the Messages API it reports a cached system prompt:
 the first request with a given system text writes it to the cache, later ones read it.
 """
@@ -60,7 +62,7 @@ class JsonPeer:
 
 
 @dataclass
-class StandInRequest:
+class CannedRequest:
     api: Literal["anthropic", "openai"]
     model: str
     system: str
@@ -78,22 +80,22 @@ def _tokens(text: str) -> int:
     return max(1, len(text) // 4)
 
 
-class StandIn(JsonPeer):
+class CannedLLM(JsonPeer):
     """Answers both wire formats with ``reply(request)``; ``fail_first`` requests get a 429 (the SDK retries)."""
 
-    def __init__(self, reply: Callable[[StandInRequest], str], *, fail_first: int = 0):
+    def __init__(self, reply: Callable[[CannedRequest], str], *, fail_first: int = 0):
         super().__init__()
         self.reply, self.fail_first = reply, fail_first
         self.cached_systems: set[str] = set()
 
-    def parse(self, path: str, body: dict) -> StandInRequest:
+    def parse(self, path: str, body: dict) -> CannedRequest:
         if path.endswith("/chat/completions"):
             system = "\n\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
             turns = [m for m in body["messages"] if m["role"] != "system"]
-            return StandInRequest("openai", body["model"], system, turns)
+            return CannedRequest("openai", body["model"], system, turns)
         raw = body.get("system", "")
         blocks = raw if isinstance(raw, list) else [{"type": "text", "text": raw}]
-        return StandInRequest("anthropic", body["model"], "\n\n".join(b["text"] for b in blocks), body["messages"],
+        return CannedRequest("anthropic", body["model"], "\n\n".join(b["text"] for b in blocks), body["messages"],
                               cache_marked=any("cache_control" in b for b in blocks))
 
     def answer(self, path: str, body: dict) -> tuple[int, dict, dict]:

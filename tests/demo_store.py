@@ -1,5 +1,8 @@
-"""A demo store with realistic, stable rows (used by the tests, the snapshot tests and the README screenshots):
-environments with files on disk, sandbox runs with logs, a GRPO run with metrics, checkpoints and rollouts, and an eval run — all written through the store API."""
+"""A fixture store for the UI tests and the snapshot tests: stable, invented rows written through the store API —
+environments with files on disk, sandbox runs with logs, a GRPO run with metrics, checkpoints and rollouts, and eval
+runs. None of it happened: the reward curve is a formula and the checkpoint hash is zeros, so it stays under tests/
+and never feeds a picture a reader takes for a run (the README's screenshots are of a real quick-start store:
+scripts/screenshots.py)."""
 
 from __future__ import annotations
 
@@ -187,7 +190,7 @@ def add_eval(store: Store, env_ids: list[str]) -> list[str]:
                 score, reward = 0.7 + 0.05 * seed + 0.03 * k, 0.7 if medal else 0.3
                 results.append({"env_id": env_id, "policy": "hf:tiny", "scaffold": "react", "rng_seed": seed,
                                 "score": score, "valid": True, "bronze": medal,
-                                "gold": False, "human_rank": 0.5 + 0.1 * seed + 0.05 * k, "reward": reward})
+                                "gold": False, "rank": 0.5 + 0.1 * seed + 0.05 * k, "reward": reward})
                 store.trajectories.add(Trajectory(
                     id=f"{run_id}-{e}-{seed}", run_id=run_id, env_id=env_id, policy=f"hf:tiny+{adapter_run}",
                     scaffold="react", rng_seed=seed, status="done", terminated=True, reward=reward,
