@@ -90,7 +90,11 @@ lint: setup
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-test: lint harbor-venv vllm-if-possible
+# The three set-up steps are independent (the lint's venv, Harbor's, vLLM's; mostly downloads and unpacking), so
+# they run side by side (-j3, each one's output kept together) before the suite.
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory -j3 --output-sync=target lint harbor-venv vllm-if-possible \
+	  || exit $$?; s=$$(( $$(date +%s) - start )); echo "set-up and lint took $$((s / 60)) min $$((s % 60)) s"
 	@start=$$(date +%s); $(BIN)/python -m pytest -q --durations=30 $(PYTEST_PARALLEL); rc=$$?; \
 	s=$$(( $$(date +%s) - start )); echo "the suite took $$((s / 60)) min $$((s % 60)) s (wall time, $(TEST_WORKERS) workers)"; \
 	exit $$rc
