@@ -172,6 +172,49 @@ def test_scripted_policy_is_deterministic_and_skill_changes_plans(env):
     assert not any("plan: " in text or "os.chdir('val')" in text for text in weak)
 
 
+def _candidates_episode(scores: tuple[float, float], lower: bool = False) -> list[str]:
+    """The candidates teacher's react replies when its two validation runs score ``scores`` (fed as the score
+    tool's observations)."""
+    from engine.agents.policies.scripted import ScriptedPolicy
+
+    policy = ScriptedPolicy(candidates="linear/words/plain/nochars:blend/words+chars/rich/chars").in_scaffold(
+        "react", "tool_calls")
+    messages = [Turn("system", "... <tool_call> ... at most 8 turns"), Turn("user", "task A\n# Validation\nval/")]
+    summary = 'SUMMARY {"modality": "tabular", "task": "label", "rows": 120}'
+    said, pending = [], iter(scores)
+    for _ in range(8):
+        text = policy.act(messages, rng_seed=0).text
+        said.append(text)
+        if "<answer>" in text:
+            break
+        if '"name": "score"' in text:
+            obs = f"validation rmse = {next(pending)} ({'lower' if lower else 'higher'} is better; val/)"
+        else:
+            obs = "[exit 0 · ok · 1s]\n" + (summary if len(said) == 1 else "wrote submission.csv")
+        messages += [Turn("assistant", text), Turn("tool", obs)]
+    return said
+
+
+def test_the_candidates_teacher_keeps_the_strategy_the_score_tool_read_better():
+    """``scripted:candidates=A:B`` tries both on the validation split and trains the one whose score it read is
+    better: which one depends on the numbers it was shown, not on the order it was given them in."""
+    linear, blend = "linear/words/plain/nochars", "blend/words+chars/rich/chars"
+    for scores, lower, kept in (((0.70, 0.81), False, blend), ((0.90, 0.81), False, linear),
+                                ((0.70, 0.81), True, linear), ((0.95, 0.20), True, blend)):
+        said = _candidates_episode(scores, lower)
+        validated = [t.split("STRATEGY = '")[1].split("'")[0] for t in said if "os.chdir('val')" in t]
+        assert validated == [linear, blend]  # each candidate once on val/, in the order given
+        final = next(t for t in said if "STRATEGY = '" in t and "os.chdir('val')" not in t)
+        assert f"Best on validation: {kept}." in final and f"STRATEGY = '{kept}'" in final, (scores, lower)
+        assert "<answer>" in said[-1] and len(said) == 7  # explore, 2 x (val run, score), final run, answer
+    p = load_policy("scripted:candidates=linear/words/plain/nochars:blend/words+chars/rich/chars,seed=1")
+    assert p.name == "scripted:skill=1,candidates=linear/words/plain/nochars:blend/words+chars/rich/chars"
+    for bad in ("scripted:candidates=linear/words/plain/nochars", "scripted:candidates=magic:blend/words/rich/chars",
+                "scripted:strategy=linear,candidates=linear/words/plain/nochars:blend/words/rich/chars"):
+        with pytest.raises(SandmleError):
+            load_policy(bad)
+
+
 def test_scripted_policy_writes_the_reply_format_of_its_scaffold_not_of_the_prompt():
     """The scaffold says which reply format it plays (SCAFFOLDS' reply), whatever its prompt's words: the same
     react-like prompt gets a tool call in react's format and a whole script in oneshot's."""

@@ -104,3 +104,24 @@ def test_the_best_constant_and_the_per_task_oracle():
     assert best["best_constant_medal"] == pytest.approx(1 / 3) and best["oracle_medal"] == pytest.approx(2 / 3)
     assert best["best_constant_strategy"] == next(k for k in keys if k.startswith("linear/"))  # first of the ties
     assert best["best_constant_per_task"] == {"t1": True, "t2": False, "t3": False}
+
+
+def test_the_reading_plan_grounds_its_environments_and_teaches_reading(capsys):
+    """`bench learn --plan reading`: environments grounded in real datasets, the one teacher tries both of the mixed
+    teacher's strategies on val/ and keeps the better, and react has the turns that takes (explore, two validation
+    runs and their scores, the final run, the answer); --plan belongs to bench learn alone."""
+    from engine.bench.learn import FULL, PLANS, READING_TEACHER, TEACHERS, TRAINED_IN
+    from engine.agents.policies import load_policy
+
+    from conftest import cli_runner
+
+    reading = PLANS["reading"]
+    assert PLANS["full"] is FULL and FULL.backend == "procedural" and FULL.teachers == TEACHERS
+    assert reading.backend == "grounded" and reading.teachers == (READING_TEACHER,)
+    teacher = load_policy(READING_TEACHER)
+    assert [c.key for c in teacher.candidates] == [t.split("strategy=")[1] for t in TEACHERS]
+    assert teacher.name.startswith("scripted:skill=1,")  # SFT's source filter reads its demonstrations
+    assert reading.turns(TRAINED_IN) == 8 > FULL.turns(TRAINED_IN) and reading.scaffolds == (TRAINED_IN,)
+    assert reading.train_seeds == FULL.train_seeds and reading.heldout_seeds == FULL.heldout_seeds
+    res = cli_runner(capsys)("bench", "synth", "--plan", "reading")
+    assert res.code == 2 and "--plan goes with `bench learn`" in res.err

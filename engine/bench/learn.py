@@ -70,6 +70,11 @@ TEACHERS = (f"scripted:strategy={Choice('linear', 'words', False, False).key}", 
 INSTRUCT_TEACHER = "scripted:skill=0"
 #: the SFT stage reads only the mixed teacher's trajectories (its policies are named "scripted:skill=1,strategy=...")
 SFT_SOURCE = "scripted:skill=1"
+#: the reading teacher (``--plan reading``): both of the mixed teacher's strategies tried on the validation split
+#: and the better one by the score tool's numbers trained on all rows — a policy that reads its observations.
+#: On grounded environments of the training seeds which of the two earns a medal depends on the task (measured
+#: with `sandmle eval constants` on 12 of them: best constant 0.750, per-task oracle 0.917, this teacher 0.833)
+READING_TEACHER = f"scripted:candidates={TEACHERS[0].split('=', 1)[1]}:{TEACHERS[1].split('=', 1)[1]}"
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,11 @@ class LearnPlan:
     #: seeds of their episodes
     real_tasks: str | None = None
     real_eval_seeds: tuple[int, ...] = (0,)
+    #: the synthesis backend of the training and held-out environments
+    backend: str = "procedural"
+    #: the demonstrations' teachers (react) and the turn budget of a react episode (demonstrations, GRPO, evals)
+    teachers: tuple[str, ...] = TEACHERS
+    react_turns: int = tiny.MAX_TURNS
 
     def __post_init__(self) -> None:
         unseen = set(self.heldout_seeds) - set(tiny.HELDOUT_SEEDS)
@@ -117,7 +127,7 @@ class LearnPlan:
 
     def turns(self, scaffold: str) -> int:
         """The turn budget of an episode: react's model calls, aide's tree nodes, oneshot's one script."""
-        return {"react": tiny.MAX_TURNS, "aide": self.aide_steps}.get(scaffold, 1)
+        return {"react": self.react_turns, "aide": self.aide_steps}.get(scaffold, 1)
 
 
 FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "pizza-requests", "toxic-comments",
@@ -129,6 +139,23 @@ QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=
                   train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1,
                   eval_seeds=(0,), instruct_demos=1, instruct_epochs=1, aide_steps=2,
                   n_boot=200, budget_s=12 * 60, real_tasks="Pima.te,sklearn:iris", real_eval_seeds=(0,))
+#: ``--plan reading``: a miniature where reading the task pays. Training and held-out environments grounded in real
+#: datasets (the offline default backend; none of the real suite's), on which the value of the options depends on
+#: the task; one teacher that reads (:data:`READING_TEACHER`), so SFT copies validate-both-then-choose and GRPO
+#: is rewarded for choosing by the numbers it read; 8 react turns (explore, two validation runs and their scores,
+#: the final run, the answer); react only (the instruct stage in react alone)
+READING = replace(FULL, heldout_envs_per_seed=3, eval_seeds=(0, 1), scaffolds=(TRAINED_IN,), backend="grounded",
+                  teachers=(READING_TEACHER,), react_turns=8)
+#: the plans ``sandmle bench learn --plan NAME`` runs (the result of another than full goes to learn-NAME.json)
+PLANS = {"full": FULL, "reading": READING}
+
+
+def _quick_sizes() -> dict[str, Any]:
+    """What ``--quick`` makes small in any plan (the quick plan's sizes, the plan's own choices kept)."""
+    keep = ("train_seeds", "heldout_seeds", "train_envs_per_seed", "heldout_envs_per_seed", "demos_per_teacher",
+            "sft_epochs", "grpo_steps", "eval_seeds", "instruct_demos", "instruct_epochs", "aide_steps", "n_boot",
+            "budget_s", "real_tasks", "real_eval_seeds")
+    return {k: getattr(QUICK, k) for k in keep}
 
 
 def _log(msg: str) -> None:
@@ -147,7 +174,7 @@ def make_envs(store: Store, plan: LearnPlan, rng_seed: int, log: Callable[[str],
             for attempt in range(4):  # synthesis may reject an environment; try fresh RNG seeds
                 if len(ids) >= per_seed:
                     break
-                rep = synthesize(store, seed_id, per_seed - len(ids),
+                rep = synthesize(store, seed_id, per_seed - len(ids), backend=plan.backend,
                                  rng_seed=rng_seed * 1000 + i * 10 + attempt + (500 if name == "heldout" else 0))
                 ids += [o.env_id for o in rep.verified]
             log(f"{seed_id}: {len(ids)}/{per_seed} verified → {name}")
@@ -170,7 +197,7 @@ def collect_demos(store: Store, plan: LearnPlan, env_ids: list[str]) -> dict[str
     envs = [EnvSpec.from_store(store, e) for e in env_ids]
     reports = [run_eval(store, teacher, envs, rng_seeds=list(range(plan.demos_per_teacher)),
                         max_turns=plan.turns(TRAINED_IN), workers=plan.workers, name=f"demos {teacher}")
-               for teacher in TEACHERS]
+               for teacher in plan.teachers]
     return _demo_stats(reports, "demos")
 
 
@@ -288,7 +315,8 @@ def train_grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phas
 def _grpo(bs: Store, plan: LearnPlan, sft: SFTRun, seed: int, phases: _Phases, model: str, sampling: dict[str, Any]
           ) -> tuple[GRPOTrainer, dict[str, Any]]:
     cfg = load_config(GRPOConfig, None, {"model": model, "adapter": sft.run_id, "steps": plan.grpo_steps,
-                                         "seed": seed, "name": "grpo", "scaffold": TRAINED_IN, **sampling})
+                                         "seed": seed, "name": "grpo", "scaffold": TRAINED_IN,
+                                         "max_turns": plan.turns(TRAINED_IN), **sampling})
     # every rollout of a step in flight at once: their model calls share the sampler's batches
     trainer = GRPOTrainer(bs, replace(cfg, rollout_workers=cfg.envs_per_step * cfg.group_size),
                           parent_id=sft.run_id)
@@ -432,8 +460,12 @@ def summarize(bs: Store, plan: LearnPlan, done: dict[str, Any], png: Path) -> di
 
 def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0,
         workdir: str | None = None, results_dir: str | Path, progress: Callable[[str], None] | None = None,
-        sampler: str = "hf", **_: Any) -> BenchResult:
-    plan = plan or (QUICK if quick else FULL)
+        sampler: str = "hf", plan_name: str | None = None, **_: Any) -> BenchResult:
+    if plan_name is not None and plan_name not in PLANS:
+        raise SandmleError(f"bench learn: unknown plan {plan_name!r}; expected one of {', '.join(PLANS)}")
+    named = plan_name not in (None, "full")
+    plan = plan or (replace(PLANS[plan_name or "full"], **_quick_sizes()) if quick and named
+                    else QUICK if quick else PLANS[plan_name or "full"])
     phases = _Phases(progress or _log)
     root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True, exist_ok=True)
@@ -444,7 +476,8 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
         with torch_threads(1):  # see torch_threads: the tiny model on a shared CPU
             done = _stages(bs, plan, seed, phases, sampler, log_path(store, "learn"), home=store)
             react = done["reports"][("SFT", TRAINED_IN)]
-            suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}")
+            suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}") + (
+                f"_{plan_name}" if named else "")
             png = plot_rewards(bs.runs.metrics(done["grpo_run"]), Path(results_dir) / f"learn_reward{suffix}.png",
                                sft_medal=_mean(react, RATE))
             summary = {**summarize(bs, plan, done, png), "timings_s": phases.timings,
@@ -466,6 +499,9 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
                 f"RNG seeds {', '.join(map(str, plan.real_eval_seeds))}; its boards are built once in the user's "
                 "data dir",
             ]
+            notes.append(f"plan {plan_name or 'full'}: environments from the {plan.backend} synthesis backend; "
+                         f"react demonstrations by {', '.join(plan.teachers)}; react episodes of {plan.react_turns} "
+                         "turns")
             if sampler != "hf":
                 notes.append(f"GRPO sampled from a real vLLM server ({sampler}; vLLM built for CPU, float32): tiny's "
                              "recipe with vLLM keeps the norms SFT trained frozen (served merged into the base)")
@@ -473,7 +509,8 @@ def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, see
             rows = report_rows(done["reports"]) + group_rows(done["real_reports"], done["groups"], plan.scaffolds)
             return BenchResult(name="learn", rows=rows,
                                summary={**summary, "grpo_sampler": sampler}, notes=notes,
-                               variant=None if sampler == "hf" else sampler)
+                               variant="-".join(v for v in (None if sampler == "hf" else sampler,
+                                                            plan_name if named else None) if v) or None)
     except BaseException as exc:
         store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
         raise

@@ -21,20 +21,26 @@ from .common import Context, emit_json, json_option, pass_ctx, table, wide_optio
 @click.option("--sampler", type=click.Choice(["hf", "vllm"]),
               help="bench learn only: who samples GRPO's rollouts (vllm: a real vLLM server, `make vllm`; the result "
                    "goes to learn-vllm.json) [default: hf]")
+@click.option("--plan", "plan_name", type=click.Choice(["full", "reading"]),
+              help="bench learn only: the plan (reading: grounded environments where the options' value depends on "
+                   "the task, a teacher that validates two strategies and keeps the better; the result goes to "
+                   "learn-reading.json) [default: full]")
 @wide_option
 @pass_ctx
 def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, sampler: str | None,
-          wide: bool) -> None:
+          plan_name: str | None, wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
     known = benchmarks()
     if sampler is not None and name != "learn":
         raise click.UsageError("--sampler goes with `bench learn` (bench sampler and bench train measure vLLM "
                                "beside hf by themselves)")
+    if plan_name is not None and name != "learn":
+        raise click.UsageError("--plan goes with `bench learn`")
     if not name:
         for n in known:
             click.echo(n)
         return
-    options = {"sampler": sampler} if sampler else {}
+    options = {k: v for k, v in (("sampler", sampler), ("plan_name", plan_name)) if v}
     result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick, **options)
     if as_json:
         emit_json(result.to_dict())

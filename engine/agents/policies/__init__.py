@@ -1,6 +1,8 @@
 """Policy implementations, one per module (scripted, hf, anthropic, openai), built from a spec string:
 
-- ``scripted[:skill=0.7,seed=0]`` — the deterministic expert built from the reference-solution templates
+- ``scripted[:skill=0.7,seed=0]`` — the deterministic expert built from the reference-solution templates;
+  ``strategy=KEY`` fixes its one strategy (never checked), ``candidates=KEY:KEY`` its plan (each candidate tried
+  on the validation split, the better one by the score tool kept)
 - ``hf:/path/or/hub-id[,adapter=/path,temperature=1.0,top_p=1.0,max_new_tokens=512,device=cpu,max_batch=16,
   wait_ms=5]`` (``max_batch``/``wait_ms``: how concurrent calls are batched, see :mod:`engine.inference.hf`);
   ``hf:tiny`` is the project's tiny model in the data dir (built on first use, sampling at its own defaults:
@@ -59,11 +61,12 @@ def load_policy(spec: str, *, store: Store | None = None, **kw: Any) -> Policy:
     kind, target, options = parse_spec(spec)
     options = {**options, **{k: v for k, v in kw.items() if v is not None}}
     if kind == "scripted":
-        unknown = set(options) - {"skill", "seed", "strategy"}
+        unknown = set(options) - {"skill", "seed", "strategy", "candidates"}
         if unknown or target:
-            raise PolicyError(f"policy spec {spec!r}: scripted takes skill=, seed=, strategy= only")
+            raise PolicyError(f"policy spec {spec!r}: scripted takes skill=, seed=, strategy=, candidates= only")
         return ScriptedPolicy(skill=_num(options, "skill", float, spec) if "skill" in options else 1.0,
-                              seed=_num(options, "seed", int, spec) or 0, strategy=options.get("strategy"))
+                              seed=_num(options, "seed", int, spec) or 0, strategy=options.get("strategy"),
+                              candidates=options.get("candidates"))
     if kind == "hf":
         if not target:
             raise PolicyError(f"policy spec {spec!r}: give a model path or hub id, e.g. hf:/path/to/model")

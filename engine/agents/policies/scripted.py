@@ -3,7 +3,8 @@
 It reads nothing but its messages, as a model would: the first react turn explores the data (the observation is a
 JSON summary: task kind, modality, sizes); later turns parse their own earlier ``<think>`` plans and the score
 tool's observations. With probability ``skill`` it plans like an expert (the reference's strongest strategy and a
-second candidate suited to the modality, both tried on the validation split, the better one kept); otherwise it
+second candidate suited to the modality — or the ``candidates`` it is given — all tried on the validation split, the
+better one kept by the score tool's numbers); otherwise it
 commits to a random strategy — possibly a poor one — without checking. Same messages and seed, same reply.
 
 It writes every reply format a scaffold can ask for (:data:`engine.agents.scaffolds.REPLIES`): ``tool_calls`` (one
@@ -45,10 +46,24 @@ def _score_of(obs: str) -> tuple[float | None, bool]:
 
 
 class ScriptedPolicy:
-    def __init__(self, skill: float = 1.0, seed: int = 0, strategy: str | None = None):
+    def __init__(self, skill: float = 1.0, seed: int = 0, strategy: str | None = None,
+                 candidates: str | None = None):
         if not 0.0 <= skill <= 1.0:
             raise PolicyError(f"scripted policy: skill must lie in [0, 1], got {skill}")
+        if strategy is not None and candidates is not None:
+            raise PolicyError("scripted policy: give strategy= (one, never checked) or candidates= (several, "
+                              "checked on the validation split), not both")
         self.fixed: Choice | None = None
+        #: the expert's plan made explicit: these strategies, each tried on the validation split, the better kept
+        self.candidates: list[Choice] | None = None
+        if candidates is not None:
+            try:
+                self.candidates = [Choice.parse(k) for k in candidates.split(":")]
+            except ValueError:
+                raise PolicyError(f"scripted policy: candidates={candidates!r}: give strategies "
+                                  "model/text/rich|plain/chars|nochars separated by ':'") from None
+            if len(self.candidates) < 2:
+                raise PolicyError(f"scripted policy: candidates={candidates!r}: give at least two, separated by ':'")
         if strategy is not None:
             try:
                 self.fixed = Choice.parse(strategy) if "/" in strategy else Choice(strategy, "words", False, False)
@@ -58,7 +73,8 @@ class ScriptedPolicy:
                 raise PolicyError(f"scripted policy: unknown strategy {strategy!r}; give a model "
                                   f"({', '.join(MODELS)}) or model/text/rich|plain/chars|nochars") from None
         self.skill, self.seed, self.strategy = skill, seed, strategy
-        self.name = f"scripted:skill={skill:g}" + (f",strategy={strategy}" if strategy else "")
+        self.name = (f"scripted:skill={skill:g}" + (f",strategy={strategy}" if strategy else "")
+                     + (f",candidates={candidates}" if candidates else ""))
         #: the reply format of the scaffold it plays in (set by :meth:`in_scaffold`)
         self.reply: str | None = None
 
@@ -81,7 +97,9 @@ class ScriptedPolicy:
     def plan(self, modality: str, rng: random.Random) -> list[Choice]:
         if self.fixed is not None:
             return [self.fixed]
-        if rng.random() < self.skill:
+        if self.candidates is not None and rng.random() < self.skill:
+            return list(self.candidates)
+        if self.candidates is None and rng.random() < self.skill:
             return [EXPERT, SECOND.get(modality, SECOND["tabular"])]
         return [Choice(rng.choice(MODELS), rng.choice(TEXTS), rng.random() < 0.5, rng.random() < 0.5)]
 
