@@ -34,6 +34,17 @@ class Choice:
     def key(self) -> str:
         return f"{self.model}/{self.text}/{'rich' if self.rich else 'plain'}/{'chars' if self.chars else 'nochars'}"
 
+    @property
+    def words(self) -> str:
+        """The key as a ``<think>`` names it, in words (``blend words+chars rich chars``): never the key's own token,
+        which only code writes — tiny, seeing one key token in plans and in code, continued code with the plan's
+        punctuation and plans with code (``STRATEGY = 'KEY.</think>``)."""
+        return self.key.replace("/", " ")
+
+    @classmethod
+    def from_words(cls, words: str) -> "Choice":
+        return cls.parse("/".join(words.split()))
+
     @classmethod
     def parse(cls, key: str) -> "Choice":
         model, text, rich, chars = key.split("/")

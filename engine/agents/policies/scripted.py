@@ -32,7 +32,8 @@ EXPERT = Choice("blend", "words+chars", True, True)
 SECOND = {"text": Choice("linear", "words+chars", True, True), "tabular": Choice("boosted", "words", True, True),
           "image": Choice("boosted", "words", True, True), "timeseries": Choice("boosted", "words", True, True),
           "audio": Choice("boosted", "words", True, True)}
-_PLAN = re.compile(r"plan: ([\w/+,-]+)")
+#: a plan names its candidates in words (Choice.words), separated by "; "
+_PLAN = re.compile(r"plan: ([a-z+ ;]+)\.")
 _SUMMARY = re.compile(r"SUMMARY (\{.*\})")
 _STRATEGY = re.compile(r"STRATEGY = '([\w/+-]+)'")
 _VAL = "os.chdir('val')"
@@ -137,7 +138,7 @@ class ScriptedPolicy:
                     pass
             pm = _PLAN.search(text)
             if pm and plan is None:
-                plan = [Choice.parse(k) for k in pm.group(1).split(",")]
+                plan = [Choice.from_words(k) for k in pm.group(1).split(";")]
             sm = _STRATEGY.search(text)
             ok = obs.startswith("[exit 0")
             wrote = wrote or ("open('solution.py', 'w')" in text and ok)
@@ -162,7 +163,7 @@ class ScriptedPolicy:
             plan = self.plan(modality, rng)
             # a plan of several candidates is written down (later turns read it back); one strategy is named only
             # in the code it runs (STRATEGY = '...'), the one place every scaffold's reply names it
-            named = f"plan: {','.join(c.key for c in plan)}. " if len(plan) > 1 else ""
+            named = f"plan: {'; '.join(c.words for c in plan)}. " if len(plan) > 1 else ""
             think = (f"{named}The task is {summary.get('task', '?')} on {modality} data with "
                      f"{summary.get('rows', '?')} rows.")
             if has_val and len(plan) > 1 and turns_left > 3:
@@ -174,15 +175,16 @@ class ScriptedPolicy:
         validated = {v[0] for v in val_runs}
         todo = [c for c in plan if c.key not in validated]
         if len(plan) > 1 and todo and turns_left > 3:
-            return self._run(todo[0], "val", wrote, f"Next candidate: {todo[0].key}.")
+            return self._run(todo[0], "val", wrote, f"Next candidate: {todo[0].words}.")
         if scores:
             lower = scores[0][2]
             best = (min if lower else max)(scores, key=lambda s: s[1])[0]
-            choice, think = Choice.parse(best), f"Best on validation: {best}. Train it on all training rows."
+            choice = Choice.parse(best)
+            think = f"Best on validation: {choice.words}. Train it on all training rows."
         else:
             ok_runs = [v[0] for v in val_runs if v[1]]
             choice = Choice.parse(ok_runs[0]) if ok_runs else plan[0]
-            think = f"Train {choice.key} on all training rows."
+            think = f"Train {choice.words} on all training rows."
         return self._run(choice, ".", wrote, think)
 
     @staticmethod
