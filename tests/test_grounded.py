@@ -232,3 +232,25 @@ def test_without_the_data_extra_synth_says_so_and_uses_the_templates(run_cli, se
     assert res.code == 0, res.err
     assert "note: the grounded backend (real datasets, offline) needs the data extra" in res.err
     assert res.json()["backend"] == "procedural"
+
+
+@pytest.mark.slow
+def test_a_run_told_to_avoid_a_dataset_never_comes_from_it(seeded_store, tmp_path):
+    """``synthesize(avoid_sources=...)`` (what ``bench learn`` passes its held-out environments: the training
+    environments' datasets): the same seed at the same RNG seed in a fresh store picks the same dataset again
+    (grounded synthesis is reproducible), unless told to avoid it."""
+    from engine.bench.learn import sources
+    from engine.seeds.load import load_shipped
+    from engine.synthesis.pipeline import synthesize
+    from store import Store
+
+    def source_in(store, **kw) -> list[str]:
+        (made,) = synthesize(store, "author-style", 1, backend="grounded", rng_seed=3, **kw).verified
+        return sources(store, [made.env_id])
+
+    (taken,) = source_in(seeded_store)
+    for name, avoid in (("same", []), ("avoid", [taken])):
+        with Store(tmp_path / name / "sandmle.db") as fresh:
+            load_shipped(fresh)
+            picked = source_in(fresh, avoid_sources=avoid)
+        assert (picked == [taken]) == (not avoid) and picked, (name, picked, taken)

