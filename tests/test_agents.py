@@ -166,7 +166,7 @@ def test_scripted_policy_is_deterministic_and_skill_changes_plans(env):
     assert "plan: blend words+chars rich chars; linear words+chars rich chars." in expert
     assert expert.count("blend/words+chars/rich/chars") == 1  # the key itself only where the code sets it
     assert "STRATEGY = 'blend/words+chars/rich/chars'" in expert and "os.chdir('val')" in expert
-    assert "open('solution.py', 'w')" in expert  # the reference template, written by every run
+    assert "open('solution.py', 'w')" in expert  # the reference template, written once
     weak = [react(skill=0.0, seed=s).act(second, rng_seed=5).text for s in range(12)]
     # random single strategies, run on all rows without validation, named only where the code sets them
     assert len({text.split("STRATEGY = '")[1].split("'")[0] for text in weak}) >= 4
@@ -209,8 +209,6 @@ def test_the_candidates_teacher_keeps_the_strategy_the_score_tool_read_better():
         assert f"Best on validation: {kept.replace('/', ' ')}." in final and f"STRATEGY = '{kept}'" in final
         assert not any(k in t.split("</think>")[0] for t in said for k in (linear, blend))  # no key in a think
         assert "<answer>" in said[-1] and len(said) == 7  # explore, 2 x (val run, score), final run, answer
-        # every run writes solution.py itself: no later snippet depends on an earlier one having written it
-        assert all("open('solution.py', 'w')" in t for t in said if "STRATEGY = '" in t)
     p = load_policy("scripted:candidates=linear/words/plain/nochars:blend/words+chars/rich/chars,seed=1")
     assert p.name == "scripted:skill=1,candidates=linear/words/plain/nochars:blend/words+chars/rich/chars"
     for bad in ("scripted:candidates=linear/words/plain/nochars", "scripted:candidates=magic:blend/words/rich/chars",

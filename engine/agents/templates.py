@@ -1,9 +1,8 @@
 """What the scripted expert writes, built on the synthesis engineer's reference-solution templates
 (:mod:`engine.synthesis.solutions`) — one set of templates for the verifier's ladder and for the agent.
 
-The template body (generic: id, targets, task and modality are read from the files) is written to ``solution.py``
-by every run of the scripted expert (one shape of snippet: tiny, trained on a template written once, ran later
-snippets without it); each run fills the strategy (model, text features, rich media features, character
+The template body (generic: id, targets, task and modality are read from the files) is written once to
+``solution.py``; each run then only fills the strategy (model, text features, rich media features, character
 features; bagging always) through one ``runpy`` global, ``STRATEGY``, set on the snippet's first line
 (``STRATEGY = 'blend/words+chars/rich/chars'``) — the one place a reply names its strategy, in every scaffold
 alike: for the tiny model the choice is one token after the same token, never a copy of an earlier mention (a

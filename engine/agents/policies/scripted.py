@@ -125,6 +125,7 @@ class ScriptedPolicy:
             return tool_call_text("python", {"code": EXPLORE}, "Look at the data first: target, task, modality.")
         summary: dict = {}
         plan: list[Choice] | None = None
+        wrote = False
         val_runs: list[tuple[str, bool]] = []  # (strategy key, ran ok)
         scores: list[tuple[str, float, bool]] = []  # (strategy key, value, lower is better)
         finals: list[tuple[str, bool]] = []
@@ -140,6 +141,7 @@ class ScriptedPolicy:
                 plan = [Choice.from_words(k) for k in pm.group(1).split(";")]
             sm = _STRATEGY.search(text)
             ok = obs.startswith("[exit 0")
+            wrote = wrote or ("open('solution.py', 'w')" in text and ok)
             if sm and _VAL in text:
                 val_runs.append((sm.group(1), ok))
             elif sm:
@@ -154,7 +156,7 @@ class ScriptedPolicy:
             tried = {f[0] for f in finals}
             for fallback in (Choice("linear", "words", False, False), Choice("constant", "words", False, False)):
                 if fallback.key not in tried and turns_left > 1:
-                    return self._run(fallback, ".", f"The final run failed; fall back to {fallback.model}.")
+                    return self._run(fallback, ".", wrote, f"The final run failed; fall back to {fallback.model}.")
             return answer_text("no valid submission", "Nothing worked; stop.")
         if plan is None:
             modality = summary.get("modality", "tabular")
@@ -165,15 +167,15 @@ class ScriptedPolicy:
             think = (f"{named}The task is {summary.get('task', '?')} on {modality} data with "
                      f"{summary.get('rows', '?')} rows.")
             if has_val and len(plan) > 1 and turns_left > 3:
-                return self._run(plan[0], "val", think + " Try the first candidate on val/ first.")
-            return self._run(plan[0], ".", think + " Train on all rows and write submission.csv.")
+                return self._run(plan[0], "val", wrote, think + " Try the first candidate on val/ first.")
+            return self._run(plan[0], ".", wrote, think + " Train on all rows and write submission.csv.")
         last_text, last_obs = history[-1]
         if _VAL in last_text and last_obs.startswith("[exit 0") and turns_left > 2:
             return tool_call_text("score", {}, "Score the validation predictions.")
         validated = {v[0] for v in val_runs}
         todo = [c for c in plan if c.key not in validated]
         if len(plan) > 1 and todo and turns_left > 3:
-            return self._run(todo[0], "val", f"Next candidate: {todo[0].words}.")
+            return self._run(todo[0], "val", wrote, f"Next candidate: {todo[0].words}.")
         if scores:
             lower = scores[0][2]
             best = (min if lower else max)(scores, key=lambda s: s[1])[0]
@@ -183,14 +185,11 @@ class ScriptedPolicy:
             ok_runs = [v[0] for v in val_runs if v[1]]
             choice = Choice.parse(ok_runs[0]) if ok_runs else plan[0]
             think = f"Train {choice.words} on all training rows."
-        return self._run(choice, ".", think)
+        return self._run(choice, ".", wrote, think)
 
     @staticmethod
-    def _run(choice: Choice, folder: str, think: str) -> str:
-        # every run writes solution.py before running it: one shape of snippet, so a copy of a later run cannot
-        # leave the template out (tiny, trained on "written once", ran a first snippet without it: FileNotFoundError
-        # for every run after)
-        return tool_call_text("python", {"code": run_code(choice, folder, write_template=True)}, think)
+    def _run(choice: Choice, folder: str, wrote: bool, think: str) -> str:
+        return tool_call_text("python", {"code": run_code(choice, folder, write_template=not wrote)}, think)
 
     # ------------------------------------------------------------------ aide and oneshot
     def _aide(self, messages: list[Turn], rng: random.Random) -> str:
