@@ -26,7 +26,7 @@ class _SklearnMetrics:
     this module: the exported grader carries it byte for byte (engine/exchange/grader_source.py)."""
 
     def __getattr__(self, attr: str) -> Any:
-        import sklearn.metrics
+        import sklearn.metrics  # heavy (about a second): paid on a metric's first use, not on import
 
         return getattr(sklearn.metrics, attr)
 
