@@ -88,8 +88,22 @@ def run_benchmark(name: str, store: Store, results_dir: Path | None = None, **op
     out_dir.mkdir(parents=True, exist_ok=True)
     result: BenchResult = module.run(store, results_dir=out_dir, **options)
     path = out_dir / (f"{name}-{result.variant}.json" if result.variant else f"{name}.json")
-    path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n")
+    written = result.to_dict()
+    if results_dir is not None:  # a result file outside the data dir (benchmarks/results) names no path of this machine
+        written = _without_data_dir(written, str(store.data_dir))
+    path.write_text(json.dumps(written, indent=2, default=str) + "\n")
     return result, path
+
+
+def _without_data_dir(value: Any, data_dir: str) -> Any:
+    """``value`` with every string that starts with ``data_dir`` written ``<data dir>/…`` instead."""
+    if isinstance(value, dict):
+        return {k: _without_data_dir(v, data_dir) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_without_data_dir(v, data_dir) for v in value]
+    if isinstance(value, str) and value.startswith(data_dir.rstrip("/") + "/"):
+        return "<data dir>" + value[len(data_dir.rstrip("/")):]
+    return value
 
 
 def _load_registry() -> None:
