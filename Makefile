@@ -7,7 +7,7 @@ VLLM_VENV  := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.sandmle-vllm-installed
 VLLM_FAILED := $(VLLM_VENV)/.sandmle-vllm-failed
 
-.PHONY: setup run lint test test-fast sandbox-deps harbor-venv screenshots clean vllm vllm-if-possible
+.PHONY: setup run lint test test-fast test-times sandbox-deps harbor-venv screenshots clean vllm vllm-if-possible
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,7 +85,8 @@ lint: setup
 	$(BIN)/mypy
 
 # The suite runs in TEST_WORKERS processes (pytest-xdist), one test module per worker at a time (--dist loadfile:
-# a module's fixtures are made once, in one process); tests/conftest.py hands the modules out heaviest first.
+# a module's fixtures are made once, in one process); tests/conftest.py hands the modules out longest first, by the
+# times of a measured run in tests/module_times.json (`make test-times` runs the suite and rewrites that file).
 # TEST_WORKERS=0 runs it in this process. One module alone: $(BIN)/python -m pytest -q tests/test_x.py
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
@@ -98,6 +99,9 @@ test:
 	@start=$$(date +%s); $(BIN)/python -m pytest -q --durations=30 $(PYTEST_PARALLEL); rc=$$?; \
 	s=$$(( $$(date +%s) - start )); echo "the suite took $$((s / 60)) min $$((s % 60)) s (wall time, $(TEST_WORKERS) workers)"; \
 	exit $$rc
+
+test-times: setup harbor-venv vllm-if-possible
+	SANDMLE_WRITE_TEST_TIMES=1 $(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
 
 test-fast: lint
 	@start=$$(date +%s); $(BIN)/python -m pytest -q -m "not slow" $(PYTEST_PARALLEL); rc=$$?; \

@@ -44,15 +44,36 @@ if "SANDMLE_HOME" not in os.environ:
     atexit.register(shutil.rmtree, _DEFAULT_HOME, True)
 
 
+#: seconds each test module took in a measured run of the suite (``make test-times`` rewrites it): ``make test``'s
+#: workers (pytest-xdist, --dist loadfile --no-loadscope-reorder) take the modules in this order, longest first, so
+#: the long ones start early and the short ones fill in at the end (a module it does not name counts as a median one)
+MODULE_TIMES = Path(__file__).with_name("module_times.json")
+#: set (to 1) by ``make test-times``: the run writes MODULE_TIMES when it ends
+WRITE_TIMES = "SANDMLE_WRITE_TEST_TIMES"
+_spent: dict[str, float] = {}
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules with the most slow tests first, each module's tests in their own order: `make test`'s workers
-    (pytest-xdist, --dist loadfile --no-loadscope-reorder) take modules in this order, so the long ones start early
-    and the short ones fill in at the end."""
-    slow: dict[str, int] = {}
-    for item in items:
-        slow[item.nodeid.split("::")[0]] = slow.get(item.nodeid.split("::")[0], 0) + \
-            (item.get_closest_marker("slow") is not None)
-    items.sort(key=lambda item: -slow[item.nodeid.split("::")[0]])
+    """Modules longest first by MODULE_TIMES (a stable sort: each module's tests keep their own order)."""
+    times = json.loads(MODULE_TIMES.read_text()) if MODULE_TIMES.is_file() else {}
+    known = sorted(times.values())
+    median = known[len(known) // 2] if known else 0.0
+    items.sort(key=lambda item: -float(times.get(_module(item.nodeid), median)))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _spent[_module(report.nodeid)] = _spent.get(_module(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under ``make test-times``, the time of each module (set-up, calls and teardown of its tests) into MODULE_TIMES,
+    written by the controlling process (xdist's workers report to it) and only after a whole run that passed."""
+    if os.environ.get(WRITE_TIMES) and not hasattr(session.config, "workerinput") and exitstatus == 0 and _spent:
+        MODULE_TIMES.write_text(json.dumps({k: round(v, 1) for k, v in sorted(_spent.items())}, indent=1) + "\n")
 
 
 @pytest.fixture
