@@ -58,11 +58,18 @@ def _module(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules longest first by MODULE_TIMES (a stable sort: each module's tests keep their own order)."""
-    times = json.loads(MODULE_TIMES.read_text()) if MODULE_TIMES.is_file() else {}
+    """Modules longest first by MODULE_TIMES; without that file, the modules with the most slow tests first (a
+    stable sort either way: each module's tests keep their own order)."""
+    if MODULE_TIMES.is_file():
+        times = {k: float(v) for k, v in json.loads(MODULE_TIMES.read_text()).items()}
+    else:
+        times = {}
+        for item in items:
+            times[_module(item.nodeid)] = times.get(_module(item.nodeid), 0.0) + \
+                (item.get_closest_marker("slow") is not None)
     known = sorted(times.values())
     median = known[len(known) // 2] if known else 0.0
-    items.sort(key=lambda item: -float(times.get(_module(item.nodeid), median)))
+    items.sort(key=lambda item: -times.get(_module(item.nodeid), median))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -71,8 +78,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under ``make test-times``, the time of each module (set-up, calls and teardown of its tests) into MODULE_TIMES,
-    written by the controlling process (xdist's workers report to it) and only after a whole run that passed."""
-    if os.environ.get(WRITE_TIMES) and not hasattr(session.config, "workerinput") and exitstatus == 0 and _spent:
+    written by the controlling process (xdist's workers report to it) after a whole run (passed or with failures;
+    not one interrupted or with no test collected)."""
+    whole = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+    if os.environ.get(WRITE_TIMES) and not hasattr(session.config, "workerinput") and whole and _spent:
         MODULE_TIMES.write_text(json.dumps({k: round(v, 1) for k, v in sorted(_spent.items())}, indent=1) + "\n")
 
 

@@ -124,3 +124,16 @@ def test_a_result_file_written_with_out_names_the_data_dir_not_its_path(tmp_path
     assert _without_data_dir(result, home) == {
         "summary": {"store": "<data dir>/bench/learn-1/sandmle.db", "runs": ["<data dir>/runs/x", "elsewhere/x"]},
         "note": home + "-other/x"}
+
+
+def test_the_module_times_name_the_test_modules_there_are():
+    """tests/module_times.json (written by `make test-times`) orders `make test`'s modules: it names every test
+    module and no module that is gone (a renamed one would be scheduled as a median one)."""
+    import json
+
+    from conftest import MODULE_TIMES
+
+    times = json.loads(MODULE_TIMES.read_text())
+    modules = {f"tests/{p.name}" for p in (ROOT / "tests").glob("test_*.py")}
+    assert set(times) == modules, (sorted(set(times) - modules), sorted(modules - set(times)))
+    assert all(isinstance(v, (int, float)) and v >= 0 for v in times.values())

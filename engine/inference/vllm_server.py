@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -113,6 +114,11 @@ class VLLMServerSampler:
         self.version = 0
         self.lora: str | None = None
         self.stats = SamplerStats()
+        #: adapter name → the generate() calls drawing under it now; an adapter a publish replaced while some are
+        #: (overlapped training) is unloaded when the last of them ends, never under a request not yet sent
+        self._drawing: dict[str, int] = {}
+        self._retired: set[str] = set()
+        self._adapters_lock = threading.Lock()
         self.base = self.models()[0]["id"]
 
     # ------------------------------------------------------------------ HTTP
@@ -134,13 +140,30 @@ class VLLMServerSampler:
 
     # ------------------------------------------------------------------ sampling
     def generate(self, requests: Sequence[SampleRequest]) -> list[Sample]:
-        lora = self.lora
+        with self._adapters_lock:  # the adapter read and counted at once: a publish cannot unload it in between
+            lora = self.lora
+            if lora is not None:
+                self._drawing[lora] = self._drawing.get(lora, 0) + 1
         if lora is None:
             raise SamplerError("no adapter published to the vLLM server yet: the trainer publishes one before sampling")
-        if len(requests) == 1:
-            return [self._one(requests[0], lora)]
-        with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-            return list(pool.map(lambda r: self._one(r, lora), requests))
+        try:
+            if len(requests) == 1:
+                return [self._one(requests[0], lora)]
+            with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+                return list(pool.map(lambda r: self._one(r, lora), requests))
+        finally:
+            with self._adapters_lock:
+                self._drawing[lora] -= 1
+                done = self._drawing[lora] == 0 and lora in self._retired
+                if done:
+                    self._retired.discard(lora)
+            if done:
+                self._unload(lora)
+
+    def _unload(self, name: str) -> None:
+        """Unload a policy adapter from the server and remove its folder (ours, under adapter_dir)."""
+        self._call("POST", "/v1/unload_lora_adapter", {"lora_name": name})
+        shutil.rmtree(self.adapter_dir / name, ignore_errors=True)
 
     def _one(self, r: SampleRequest, lora: str) -> Sample:
         t0 = time.perf_counter()
@@ -190,12 +213,14 @@ class VLLMServerSampler:
         if cards.get(name, {}).get("root") != str(path):
             raise StaleSampleError(f"vLLM does not list {name} at {path} after loading it")
         self._probe(model, name)
-        old, self.lora, self.version = self.lora, name, int(version)
-        for card in cards:  # the previous adapter, and any other policy adapter an earlier process left behind
-            if card != name and adapter_version(card) is not None:
-                self._call("POST", "/v1/unload_lora_adapter", {"lora_name": card})
-        if old and old != name:
-            shutil.rmtree(self.adapter_dir / old, ignore_errors=True)
+        with self._adapters_lock:
+            self.lora, self.version = name, int(version)
+            # the previous adapter, and any other policy adapter an earlier process left behind: unloaded now, or,
+            # where samples are still being drawn under it, when the last of them is done
+            now = [c for c in cards if c != name and adapter_version(c) is not None and not self._drawing.get(c)]
+            self._retired |= {c for c in cards if c != name and adapter_version(c) is not None} - set(now)
+        for card in now:
+            self._unload(card)
 
     def _probe(self, model: Any, name: str) -> None:
         """The engine's log-probs of the probe sequence under ``name`` must be the trainer's under ``model``."""
