@@ -79,10 +79,13 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under ``make test-times``, the time of each module (set-up, calls and teardown of its tests) into MODULE_TIMES,
     written by the controlling process (xdist's workers report to it) after a whole run (passed or with failures;
-    not one interrupted or with no test collected)."""
+    not one interrupted or with no test collected). A run of some modules updates theirs; a module gone is dropped."""
     whole = exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
     if os.environ.get(WRITE_TIMES) and not hasattr(session.config, "workerinput") and whole and _spent:
-        MODULE_TIMES.write_text(json.dumps({k: round(v, 1) for k, v in sorted(_spent.items())}, indent=1) + "\n")
+        old = json.loads(MODULE_TIMES.read_text()) if MODULE_TIMES.is_file() else {}
+        times = {k: v for k, v in {**old, **{k: round(v, 1) for k, v in _spent.items()}}.items()
+                 if (ROOT / k).is_file()}
+        MODULE_TIMES.write_text(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
 
 
 @pytest.fixture
