@@ -1,7 +1,8 @@
 """Population boards: every synthesized environment's medals come from a population of independent solutions run
 in the sandbox, with three real tiers that a constant reaches none of; no scripted option reproduces an entry;
 every reward tier is reachable; the exploit audit judges at bronze with no false alarm on two environments of every
-shipped seed; old 9-entry boards are found by `doctor --deep` and rebuilt in place by `envs reboard`."""
+shipped seed; old 9-entry boards are found by `doctor --deep` and rebuilt in place by `envs reboard` (boards of
+distinct entries and old population-1 boards: tests/test_board_distinct.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from engine.grading.audit import Bar
 from engine.grading.score import read_frame
 from engine.grading.thresholds import Thresholds, rank_name, ranks_name, thresholds
 from engine.sandbox import get_backend
-from engine.synthesis.population import MIN_ENTRIES, POPULATION, run_population
+from engine.synthesis.population import BOARD_VERSION, MIN_ENTRIES, POPULATION, RESERVE, run_population
 from engine.synthesis.solutions import with_solution_imports
 from engine.synthesis.verifier import run_ladder
 from engine.config import load_settings
@@ -69,6 +70,10 @@ def test_every_shipped_seed_gets_a_population_board_of_three_tiers(sweep, monkey
             scores = [e["score"] for e in board]
             th = Thresholds.from_dict(env["thresholds"], bool(env["lower_is_better"]))
             assert th.board == "population" and th.entries == len(board) >= MIN_ENTRIES, env["id"]
+            # entries are distinct solutions, counted by the board's current version
+            population = env["verification"]["report"]["population"]
+            assert env["thresholds"]["version"] == population["version"] == BOARD_VERSION
+            assert population["distinct"] == len(board) and "cv-select" not in {e["name"] for e in board}
             assert len({e["name"] for e in board}) >= 8 and {e["source"] for e in board} == {"population"}
             assert all(e["family"] and e["params"] for e in board)
             # three distinct scores, each reached by some entries; the constant reaches none
@@ -155,7 +160,7 @@ def test_no_scripted_option_reproduces_a_board_entry(sweep, monkeypatch, box, se
         env = EnvSpec.from_store(store, outcomes[seed_id][0].env_id)
     entries, options = _population_and_options(env, box)
     assert len(entries) >= MIN_ENTRIES and len(options) == 32
-    same = [(key, POPULATION[i].label()) for key, sub in options.items() for i, e in entries.items()
+    same = [(key, (*POPULATION, *RESERVE)[i].label()) for key, sub in options.items() for i, e in entries.items()
             if _same(env.grade, sub, e)]
     assert same == []
 

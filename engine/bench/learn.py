@@ -16,12 +16,18 @@ to tell a gain from noise.
    baseline (tiny's recipe);
 6. trajectory-wise GRPO from the SFT adapter, in ``react`` only (tiny's recipe);
 7. SFT and SFT+GRPO on the held-out environments with the same budget and the same RNG seeds in every scaffold —
-   react (trained in) and aide and oneshot (neither SFT nor GRPO ran there); per scaffold the paired difference
-   SFT+GRPO − SFT of the medal rate with a bootstrap 95% interval over environments
-   (:func:`engine.eval.compare.compare`), and the rank on the board of both arms beside it;
+   react (trained in) and aide and oneshot (neither SFT nor GRPO ran there) — and on the real held-out suite; per
+   group and scaffold the paired difference SFT+GRPO − SFT of the medal rate and SFT+GRPO − the best constant, each
+   with the cluster sign-flip test and a verdict (:mod:`engine.bench.learn_groups`, :mod:`engine.eval.cluster`:
+   seeds or datasets are the independent units); the rank on the board beside them;
 8. the GRPO reward curve as a PNG beside the result file.
 
-Everything runs in a separate store under ``<data dir>/bench/learn-<stamp>/`` so the user's environments and runs
+**Runs.** ``--runs N`` (default ``LearnPlan.runs``: 3, 1 with ``--quick``) is declared before anything runs (the
+``bench`` run's config records it and the RNG seeds): the whole plan runs N times, run i at RNG seed ``seed + i −
+1`` (:func:`run_seeds`); every run is reported (``summary.per_run``, the table's rows) and the flags are computed
+over all of them, each run weighing the same — never the best of several.
+
+Each run has a separate store under ``<data dir>/bench/learn-<stamp>/run-<i>/`` so the user's environments and runs
 stay clean; a ``bench`` run in the user's store records the summary."""
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult, torch_threads
 from ._plot import line_plot
-from .learn_groups import groups_summary
+from .learn_groups import LEVEL, METHOD, Pair, claim_rows, diff_interval, groups_summary, paired_episodes
 from ._vllm import log_path, tiny_server
 
 #: the policies compared (baseline first) and the rate compared
@@ -103,7 +109,8 @@ class LearnPlan:
     #: tree nodes of an aide episode (demonstrations and evaluations alike)
     aide_steps: int = 4
     workers: int = 2
-    n_boot: int = 2000
+    #: whole runs of the plan (``--runs``), each at its own RNG seed (:func:`run_seeds`); the time budget is per run
+    runs: int = 3
     budget_s: float = 40 * 60
     #: the real held-out suite's tasks evaluated (``envs real-suite --only``; None: all of heldout.toml) and the RNG
     #: seeds of their episodes
@@ -138,7 +145,7 @@ FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "p
 QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=("leaf-species",),
                   train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1,
                   eval_seeds=(0,), instruct_demos=1, instruct_epochs=1, aide_steps=2,
-                  n_boot=200, budget_s=12 * 60, real_tasks="Pima.te,sklearn:iris", real_eval_seeds=(0,))
+                  runs=1, budget_s=12 * 60, real_tasks="Pima.te,sklearn:iris", real_eval_seeds=(0,))
 #: ``--plan reading``: a miniature where reading the task pays. Training and held-out environments grounded in real
 #: datasets (the offline default backend; none of the real suite's), on which the value of the options depends on
 #: the task; one teacher that reads (:data:`READING_TEACHER`), so SFT copies validate-both-then-choose and GRPO
@@ -158,7 +165,7 @@ PLANS = {"full": FULL, "reading": READING}
 def _quick_sizes() -> dict[str, Any]:
     """What ``--quick`` makes small in any plan (the quick plan's sizes, the plan's own choices kept)."""
     keep = ("train_seeds", "heldout_seeds", "train_envs_per_seed", "heldout_envs_per_seed", "demos_per_teacher",
-            "sft_epochs", "grpo_steps", "eval_seeds", "instruct_demos", "instruct_epochs", "aide_steps", "n_boot",
+            "sft_epochs", "grpo_steps", "eval_seeds", "instruct_demos", "instruct_epochs", "aide_steps", "runs",
             "budget_s", "real_tasks", "real_eval_seeds")
     return {k: getattr(QUICK, k) for k in keep}
 
@@ -241,26 +248,61 @@ def _mean(rep: EvalReport, rate: str) -> float:
     return rep.summary[rate]["mean"] or 0.0
 
 
-def scaffold_result(store: Store, sft: EvalReport, grpo: EvalReport, plan: LearnPlan, target_ratio: float
-                    ) -> dict[str, Any]:
-    """The paired comparison of one scaffold's two arms (medal rate; the rank on the board beside it), and whether its target
-    is met: the ratio of medal rates at least ``target_ratio`` and the 95% interval of the difference above 0."""
-    cmp = compare(store, sft.run_id, grpo.run_id, RATE, n_boot=plan.n_boot, seed=0)
-    ranks = compare(store, sft.run_id, grpo.run_id, "rank", n_boot=plan.n_boot, seed=0)
-    a, b = _mean(sft, RATE), _mean(grpo, RATE)
-    ratio = b / a if a > 0 else None
-    excludes_0 = cmp.interval.low > 0 or cmp.interval.high < 0
-    ha, hb = _mean(sft, "rank"), _mean(grpo, "rank")
-    return {"trained_in": sft.scaffold == TRAINED_IN, "episodes_per_arm": cmp.n_pairs,
-            "environments": len(cmp.per_env), "sft_medal": a, "grpo_medal": b,
-            "sft_valid": _mean(sft, "valid"), "grpo_valid": _mean(grpo, "valid"),
-            "ratio": ratio, "diff": cmp.diff, "ci95_low": cmp.interval.low, "ci95_high": cmp.interval.high,
-            "interval_excludes_0": excludes_0, "target_ratio": target_ratio,
-            "target_met": bool(ratio is not None and ratio >= target_ratio and cmp.interval.low > 0),
-            "rank_label": sft.rank_label,
-            "sft_rank": ha, "grpo_rank": hb, "rank_ratio": hb / ha if ha > 0 else None,
-            "rank_delta": hb - ha, "rank_ci95_low": ranks.interval.low, "rank_ci95_high": ranks.interval.high,
-            "per_env": [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff} for e in cmp.per_env]}
+def arm_figures(sft: EvalReport, grpo: EvalReport) -> dict[str, Any]:
+    """What one run's two arms did in one scaffold beside the claims: valid rates and the rank on the board."""
+    return {"sft_valid": _mean(sft, "valid"), "grpo_valid": _mean(grpo, "valid"), "rank_label": sft.rank_label,
+            "sft_rank": _mean(sft, "rank"), "grpo_rank": _mean(grpo, "rank")}
+
+
+def per_env(store: Store, sft: EvalReport, grpo: EvalReport) -> list[dict[str, Any]]:
+    """Per environment the two arms' medal rates and their difference (:func:`engine.eval.compare.compare`'s
+    per-environment rows: shown, never used for a claim)."""
+    try:
+        return [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff}
+                for e in compare(store, sft.run_id, grpo.run_id, RATE).per_env]
+    except SandmleError:  # no episode both arms scored
+        return []
+
+
+def ratio_met(sft: float, grpo: float, target: float) -> bool:
+    """SFT+GRPO's medal rate at least ``target`` times SFT's (any gain from 0 counts)."""
+    return grpo > 0 if sft == 0 else grpo / sft >= target
+
+
+def scaffold_claims(row: dict[str, Any], pairs: list[Pair], figures: list[dict[str, Any]], *, target_ratio: float,
+                    level: float) -> dict[str, Any]:
+    """One scaffold of the unseen seeds (its ``groups`` row, every run's pairs and :func:`arm_figures`): the
+    difference with its verdict, and the target — the ratio of medal rates at least ``target_ratio`` and SFT+GRPO
+    beating SFT by the cluster sign-flip test at ``level`` (below 95% where several scaffolds share one claim)."""
+    if not pairs:
+        return {"trained_in": row["trained_in"], "episodes": 0, "verdict": "inconclusive", "note": row.get("note"),
+                "target_met": False}
+    ci = diff_interval(pairs, level=level)
+    a, b = row["sft_medal"], row["grpo_medal"]
+    runs = len(figures)
+    mean = {k: sum(f[k] for f in figures) / runs for k in ("sft_valid", "grpo_valid", "sft_rank", "grpo_rank")}
+    return {"trained_in": row["trained_in"], "episodes": row["episodes"], "runs": row["runs"], "sft_medal": a,
+            "grpo_medal": b, "ratio": b / a if a > 0 else None, "diff": row["diff"], "ci95_low": row["ci95_low"],
+            "ci95_high": row["ci95_high"], "p_value": row["p_value"], "verdict": row["verdict"], "note": row["note"],
+            "target_ratio": target_ratio, "target_level": level, "target_low": ci.low,
+            "target_met": bool(ci.above_zero and ratio_met(a, b, target_ratio)),
+            **mean, "rank_label": figures[0]["rank_label"], "rank_delta": mean["grpo_rank"] - mean["sft_rank"]}
+
+
+def learn_claims(groups: dict[str, Any], pairs: dict[tuple[str, str], list[Pair]],
+                 figures: dict[str, list[dict[str, Any]]], scaffolds: tuple[str, ...]) -> dict[str, Any]:
+    """``summary.scaffolds`` and the two headline flags, on the unseen seeds' group, from the cluster method over
+    every run's pairs: ``react_met`` — react's ratio at least 1.2 and SFT+GRPO beating SFT at 95%; ``transfer_met``
+    — the same in some scaffold never trained in at ratio 1.1, each of the m such scaffolds tested at 1 − 0.05/m
+    (Bonferroni: m chances at a claim must not add up to more than 5%)."""
+    unseen = [s for s in scaffolds if s != TRAINED_IN]
+    group = "unseen_synthetic"
+    out = {s: scaffold_claims(groups[group][s], pairs.get((group, s), []), figures[s],
+                              target_ratio=1.2 if s == TRAINED_IN else 1.1,
+                              level=LEVEL if s == TRAINED_IN else 1 - (1 - LEVEL) / len(unseen))
+           for s in scaffolds}
+    return {"scaffolds": out, "react_met": out[TRAINED_IN]["target_met"],
+            "transfer_met": any(out[s]["target_met"] for s in unseen)}
 
 
 class _Phases:
@@ -375,20 +417,6 @@ def report_rows(reports: dict[tuple[str, str], EvalReport], group: str = "unseen
             for (label, scaffold), rep in sorted(reports.items(), key=_row_order)]
 
 
-def group_rows(real: dict[tuple[str, str], EvalReport], groups: dict[str, Any], scaffolds: tuple[str, ...]
-               ) -> list[dict[str, Any]]:
-    """The real suite's rows, then each group's best constant strategy and per-task oracle (one row each: a
-    constant's submission does not depend on the scaffold)."""
-    rows = report_rows(real, "real")
-    for group, g in groups.items():
-        for label, key in (("best constant", "best_constant_medal"), ("per-task oracle", "oracle_medal")):
-            rows.append({"group": group, "policy": f"{label}" + (f" ({g['best_constant_strategy']})"
-                                                                  if key == "best_constant_medal" else ""),
-                         "scaffold": "any", "episodes": g["tasks"], "medal_rate": f"{g[key]:.3f}",
-                         "valid_rate": "", "rank": "", "reward": ""})
-    return rows
-
-
 def _row_order(item: tuple[tuple[str, str], EvalReport]) -> tuple[int, int]:
     """Rows by scaffold (react first, as :data:`SCAFFOLDS` lists them), then by arm (SFT first)."""
     (label, scaffold), _ = item
@@ -444,88 +472,167 @@ def _stages(bs: Store, plan: LearnPlan, seed: int, phases: _Phases, sampler: str
             for (arm, s), rep in reps.items()}
     return {"train_ids": train_ids, "heldout_ids": heldout_ids, "real_ids": [e.id for e in real], "stats": stats,
             "sft": sft_summary, "grpo": grpo_summary, "grpo_run": trainer.run_id, "reports": reports,
-            "real_reports": real_reports, "groups": groups_summary(bs, runs, clusters, constants, plan.scaffolds,
-                                                                   TRAINED_IN, plan.n_boot)}
+            "real_reports": real_reports, "runs": runs, "clusters": clusters, "constants": constants}
 
 
-def summarize(bs: Store, plan: LearnPlan, done: dict[str, Any], png: Path) -> dict[str, Any]:
-    """The result's summary: per scaffold the paired comparison and its target, and how the stages went."""
+def run_seeds(seed: int, runs: int) -> list[int]:
+    """The RNG seed of each of ``runs`` runs: ``seed``, ``seed + 1``, ... (run 1 is the single run of before)."""
+    return [seed + i for i in range(runs)]
+
+
+def record_run(bs: Store, plan: LearnPlan, done: dict[str, Any], run: int, seed: int, png: Path) -> dict[str, Any]:
+    """What one run leaves for the summary, read from its store while it is open: its paired episodes per (group,
+    scaffold) and clusters and constants (for the claims over every run), its arms' figures per scaffold, and its
+    own record (``summary.per_run``)."""
+    pairs = {(g, s): paired_episodes(bs, done["runs"][(g, "SFT", s)], done["runs"][(g, "SFT+GRPO", s)],
+                                     done["clusters"][g], run=run)
+             for g in done["clusters"] for s in plan.scaffolds}
     reports = done["reports"]
-    scaffolds = {s: scaffold_result(bs, reports[("SFT", s)], reports[("SFT+GRPO", s)], plan,
-                                    1.2 if s == TRAINED_IN else 1.1) for s in plan.scaffolds}
-    unseen = [s for s in plan.scaffolds if s != TRAINED_IN]
+    figures = {s: arm_figures(reports[("SFT", s)], reports[("SFT+GRPO", s)]) for s in plan.scaffolds}
     metrics = bs.runs.metrics(done["grpo_run"])
-    return {
-        "groups": done["groups"], "real_envs": done["real_ids"],
-        "episodes_per_arm": plan.episodes_per_arm, "scaffolds": scaffolds,
-        "react_met": scaffolds[TRAINED_IN]["target_met"],
-        "transfer_met": any(scaffolds[s]["target_met"] for s in unseen),
-        "sft_valid_unseen_min": min((scaffolds[s]["sft_valid"] for s in unseen), default=None),
+    own = {
+        "run": run, "seed": seed, "arms": report_rows(reports) + report_rows(done["real_reports"], "real"),
         "sft_valid_by_seed": {s: valid_by_seed(bs, reports[("SFT", s)]) for s in plan.scaffolds},
-        "train_envs": done["train_ids"], "heldout_envs": done["heldout_ids"],
-        "heldout_seeds": list(plan.heldout_seeds), **done["stats"], "sft_examples": done["sft"]["examples"],
-        "sft_loss": round(done["sft"]["train_loss"], 4), "grpo_steps_done": done["grpo"]["steps_done"],
-        "grpo_warnings": done["grpo"]["warnings"],
+        "train_envs": done["train_ids"], "heldout_envs": done["heldout_ids"], **done["stats"],
+        "sft_examples": done["sft"]["examples"], "sft_loss": round(done["sft"]["train_loss"], 4),
+        "grpo_steps_done": done["grpo"]["steps_done"], "grpo_warnings": done["grpo"]["warnings"],
         "grpo_skipped_groups": sum(v for _, v in metrics.get("skipped_groups", [])),
         "grpo_groups": sum(v for _, v in metrics.get("groups", [])), "plot": png.name,
+        "per_env": {s: per_env(bs, reports[("SFT", s)], reports[("SFT+GRPO", s)]) for s in plan.scaffolds},
+    }
+    return {"pairs": pairs, "clusters": done["clusters"], "constants": done["constants"], "figures": figures,
+            "real_ids": done["real_ids"], "own": own}
+
+
+def summarize(plan: LearnPlan, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The result's summary over every run (:func:`record_run`): the groups with their claims (each run's beside
+    the pooled ones), the unseen seeds' scaffolds and the two flags, each run's own flags and record."""
+    numbers = [r["own"]["run"] for r in records]
+    pairs: dict[tuple[str, str], list[Pair]] = {}
+    clusters: dict[str, dict[str, str]] = {}
+    constants: dict[str, dict[str, Any]] = {}
+    for r in records:
+        for key, ps in r["pairs"].items():
+            pairs.setdefault(key, []).extend(ps)
+        for g in r["clusters"]:
+            clusters.setdefault(g, {}).update(r["clusters"][g])
+            constants.setdefault(g, {}).update(r["constants"][g])
+    groups = groups_summary(pairs, clusters, constants, plan.scaffolds, TRAINED_IN, numbers)
+    figures = {s: [r["figures"][s] for r in records] for s in plan.scaffolds}
+    claims = learn_claims(groups, pairs, figures, plan.scaffolds)
+    per_run = []
+    for r in records:
+        mine = {k: [p for p in ps if p["run"] == r["own"]["run"]] for k, ps in pairs.items()}
+        own_groups = groups_summary(mine, r["clusters"], r["constants"], plan.scaffolds, TRAINED_IN,
+                                    [r["own"]["run"]])
+        flags = learn_claims(own_groups, mine, {s: [r["figures"][s]] for s in plan.scaffolds}, plan.scaffolds)
+        per_run.append({**r["own"], "react_met": flags["react_met"], "transfer_met": flags["transfer_met"],
+                        "scaffolds": flags["scaffolds"]})
+    unseen = [s for s in plan.scaffolds if s != TRAINED_IN]
+    return {
+        "runs": len(records), "run_seeds": [r["own"]["seed"] for r in records], "method": METHOD, "level": LEVEL,
+        "groups": groups, "real_envs": records[0]["real_ids"], "episodes_per_arm": plan.episodes_per_arm,
+        **claims,
+        "runs_react_met": [p["react_met"] for p in per_run], "runs_transfer_met": [p["transfer_met"] for p in per_run],
+        "sft_valid_unseen_min": min((claims["scaffolds"][s].get("sft_valid", 0.0) for s in unseen), default=None),
+        "heldout_seeds": list(plan.heldout_seeds), "per_run": per_run,
     }
 
 
 def run(store: Store, quick: bool = False, *, plan: LearnPlan | None = None, seed: int = 0,
         workdir: str | None = None, results_dir: str | Path, progress: Callable[[str], None] | None = None,
-        sampler: str = "hf", plan_name: str | None = None, **_: Any) -> BenchResult:
+        sampler: str = "hf", plan_name: str | None = None, runs: int | None = None, **_: Any) -> BenchResult:
     if plan_name is not None and plan_name not in PLANS:
         raise SandmleError(f"bench learn: unknown plan {plan_name!r}; expected one of {', '.join(PLANS)}")
+    if runs is not None and runs < 1:
+        raise SandmleError(f"bench learn: --runs {runs}", hint="run the plan at least once: --runs 1")
     named = plan_name not in (None, "full")
     plan = plan or (replace(PLANS[plan_name or "full"], **_quick_sizes()) if quick and named
                     else QUICK if quick else PLANS[plan_name or "full"])
-    phases = _Phases(progress or _log)
+    plan = replace(plan, runs=runs) if runs is not None else plan
+    seeds = run_seeds(seed, plan.runs)
+    log = progress or _log
     root = Path(workdir) if workdir else store.data_dir / "bench" / f"learn-{time.strftime('%Y%m%d-%H%M%S')}"
     root.mkdir(parents=True, exist_ok=True)
-    bench_run = store.runs.create("bench", {"bench": "learn", "quick": quick, "plan": asdict(plan),
-                                            "workdir": str(root)}, name="bench learn")
-    bs = Store(root / "sandmle.db")
+    # the run count and seeds are declared (logged and recorded) before anything runs
+    bench_run = store.runs.create("bench", {"bench": "learn", "quick": quick, "plan": asdict(plan), "runs": plan.runs,
+                                            "run_seeds": seeds, "workdir": str(root)}, name="bench learn")
+    log(f"{plan.runs} run(s) of plan {plan_name or ('quick' if quick else 'full')} at RNG seeds "
+        f"{', '.join(map(str, seeds))}: every run is reported, the claims are over all of them")
+    suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}") + (
+        f"_{plan_name}" if named else "")
+    start = time.monotonic()
     try:
+        records = []
         with torch_threads(1):  # see torch_threads: the tiny model on a shared CPU
-            done = _stages(bs, plan, seed, phases, sampler, log_path(store, "learn"), home=store)
-            react = done["reports"][("SFT", TRAINED_IN)]
-            suffix = ("_quick" if quick else "") + ("" if sampler == "hf" else f"_{sampler}") + (
-                f"_{plan_name}" if named else "")
-            png = plot_rewards(bs.runs.metrics(done["grpo_run"]), Path(results_dir) / f"learn_reward{suffix}.png",
-                               sft_medal=_mean(react, RATE))
-            summary = {**summarize(bs, plan, done, png), "timings_s": phases.timings,
-                       "total_s": round(phases.elapsed(), 1), "store": str(root / "sandmle.db")}
-            unseen = ", ".join(s for s in plan.scaffolds if s != TRAINED_IN)
-            notes = [
-                f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
-                "(engine/agents/tiny/recipe.py): the same as `--model tiny`",
-                f"instruct base: every weight of tiny trained on {INSTRUCT_TEACHER} (strategies drawn uniformly) in "
-                f"{', '.join(plan.scaffolds)}; SFT and GRPO train a fresh adapter on it in {TRAINED_IN} only",
-                f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
-                f"{unseen or 'no other scaffold'}: never seen by SFT or GRPO (both trained in {TRAINED_IN} only)",
-                f"paired difference of the medal rate over (environment, RNG seed) pairs; summary.scaffolds: 95% "
-                f"interval from {plan.n_boot} bootstrap resamples of environments and of pairs within them; "
-                "summary.groups: the cluster bootstrap (seeds of unseen_synthetic, datasets of real resampled)",
-                "best constant: every one of the 32 options run as a constant policy on the same tasks (one run "
-                "per option and task: deterministic); per-task oracle: the best option of each task",
-                f"real: the real held-out suite (engine/realdata/heldout.toml: {plan.real_tasks or 'all 30'}), "
-                f"RNG seeds {', '.join(map(str, plan.real_eval_seeds))}; its boards are built once in the user's "
-                "data dir",
-            ]
-            notes.append(f"plan {plan_name or 'full'}: environments from the {plan.backend} synthesis backend; "
-                         f"react demonstrations by {', '.join(plan.teachers)}; react episodes of {plan.react_turns} "
-                         "turns")
-            if sampler != "hf":
-                notes.append(f"GRPO sampled from a real vLLM server ({sampler}; vLLM built for CPU, float32): tiny's "
-                             "recipe with vLLM keeps the norms SFT trained frozen (served merged into the base)")
-            store.runs.finish(bench_run, "done", summary=summary)
-            rows = report_rows(done["reports"]) + group_rows(done["real_reports"], done["groups"], plan.scaffolds)
-            return BenchResult(name="learn", rows=rows,
-                               summary={**summary, "grpo_sampler": sampler}, notes=notes,
-                               variant="-".join(v for v in (None if sampler == "hf" else sampler,
-                                                            plan_name if named else None) if v) or None)
+            for number, run_seed in enumerate(seeds, 1):
+                phases = _Phases(_prefixed(log, f"run {number}/{plan.runs}: " if plan.runs > 1 else ""))
+                png = Path(results_dir) / f"learn_reward{suffix}{_run_suffix(number, plan.runs)}.png"
+                records.append(_one_run(store, plan, run_seed, number, phases, sampler, root, png))
+        summary = {**summarize(plan, records), "total_s": round(time.monotonic() - start, 1)}
+        notes = _notes(plan, plan_name, sampler, seeds)
+        store.runs.finish(bench_run, "done", summary=summary)
+        rows = claim_rows(summary["groups"], plan.scaffolds, [r["own"]["run"] for r in records])
+        return BenchResult(name="learn", rows=rows,
+                           summary={**summary, "grpo_sampler": sampler}, notes=notes,
+                           variant="-".join(v for v in (None if sampler == "hf" else sampler,
+                                                        plan_name if named else None) if v) or None)
     except BaseException as exc:
         store.runs.finish(bench_run, "failed", error=f"{type(exc).__name__}: {exc}")
         raise
+
+
+def _prefixed(log: Callable[[str], None], prefix: str) -> Callable[[str], None]:
+    return lambda msg: log(prefix + msg)
+
+
+def _run_suffix(number: int, runs: int) -> str:
+    return "" if runs == 1 else f"_run{number}"
+
+
+def _one_run(store: Store, plan: LearnPlan, seed: int, number: int, phases: _Phases, sampler: str, root: Path,
+             png: Path) -> dict[str, Any]:
+    """Run ``number`` of the plan at RNG ``seed`` in a store of its own (``root/run-<number>``): every stage, its
+    reward plot, and :func:`record_run` read from its store."""
+    folder = root / f"run-{number}"
+    folder.mkdir(parents=True, exist_ok=True)
+    bs = Store(folder / "sandmle.db")
+    try:
+        done = _stages(bs, plan, seed, phases, sampler, log_path(store, "learn"), home=store)
+        react = done["reports"][("SFT", TRAINED_IN)]
+        plot_rewards(bs.runs.metrics(done["grpo_run"]), png, sft_medal=_mean(react, RATE))
+        record = record_run(bs, plan, done, number, seed, png)
+        record["own"].update(timings_s=phases.timings, total_s=round(phases.elapsed(), 1),
+                             store=str(folder / "sandmle.db"))
+        return record
     finally:
         bs.close()
+
+
+def _notes(plan: LearnPlan, plan_name: str | None, sampler: str, seeds: list[int]) -> list[str]:
+    unseen = ", ".join(s for s in plan.scaffolds if s != TRAINED_IN)
+    notes = [
+        f"tiny model (hidden {tiny.HIDDEN}, {tiny.LAYERS} layers, macro tokens) and its training recipe "
+        "(engine/agents/tiny/recipe.py): the same as `--model tiny`",
+        f"instruct base: every weight of tiny trained on {INSTRUCT_TEACHER} (strategies drawn uniformly) in "
+        f"{', '.join(plan.scaffolds)}; SFT and GRPO train a fresh adapter on it in {TRAINED_IN} only",
+        f"held-out environments come from seeds never trained on: {', '.join(plan.heldout_seeds)}",
+        f"{unseen or 'no other scaffold'}: never seen by SFT or GRPO (both trained in {TRAINED_IN} only)",
+        f"{plan.runs} run(s) of the whole plan, declared before they ran, at RNG seeds {', '.join(map(str, seeds))}; "
+        "every run's row and the mean of all (each run weighs the same); the flags are over all runs",
+        "claims: paired differences of the medal rate over the (task, RNG seed) pairs both arms scored, with the "
+        "cluster sign-flip test (engine/eval/cluster.py; clusters: the seeds of unseen_synthetic, the datasets of "
+        "real; a seed's or dataset's episodes of every run are one cluster); beats = the 95% interval's lower "
+        "bound above 0, tie = equal rates; fewer than 6 clusters cannot show anything at 95%",
+        "best constant: every one of the 32 options run as a constant policy on the same tasks (one run "
+        "per option and task: deterministic), chosen and rated on exactly the pairs compared; per-task oracle: "
+        "the best option of each task",
+        f"real: the real held-out suite (engine/realdata/heldout.toml: {plan.real_tasks or 'all 30'}), "
+        f"RNG seeds {', '.join(map(str, plan.real_eval_seeds))}; its boards are built once in the user's data dir",
+        f"plan {plan_name or 'full'}: environments from the {plan.backend} synthesis backend; react demonstrations "
+        f"by {', '.join(plan.teachers)}; react episodes of {plan.react_turns} turns",
+    ]
+    if sampler != "hf":
+        notes.append(f"GRPO sampled from a real vLLM server ({sampler}; vLLM built for CPU, float32): tiny's "
+                     "recipe with vLLM keeps the norms SFT trained frozen (served merged into the base)")
+    return notes

@@ -183,6 +183,28 @@ def board_of(thresholds: Mapping[str, Any] | None, entries: Sequence[Mapping[str
     return None
 
 
+#: the population board's version, recorded in the thresholds of every population board (``"version"``; built by
+#: :mod:`engine.synthesis.population`): a board stored by an older one (``population-1`` counted copies of one
+#: solution as several entries) is found by ``doctor --deep`` and rebuilt by ``sandmle envs reboard``
+BOARD_VERSION = "population-2"
+#: the version of a population board whose thresholds record none (stored before versions were recorded)
+FIRST_VERSION = "population-1"
+
+
+def board_outdated(thresholds: Mapping[str, Any] | None) -> str:
+    """Why a stored population (or paper) board predates :data:`BOARD_VERSION` -- its version, and what that one
+    counted -- else "" (a board of another kind is not this function's to judge)."""
+    th = thresholds or {}
+    if th.get("board") not in ("population", "paper"):
+        return ""
+    version = th.get("version") or FIRST_VERSION
+    if version == BOARD_VERSION:
+        return ""
+    return (f"its population board is {version}: copies of one solution (feature sets that build the same matrix, "
+            f"a model choice beside its own candidates) count as entries, so its {th.get('entries') or '?'} "
+            f"entries and its medals are not counted over distinct solutions")
+
+
 def envs_root(store: Store) -> Path:
     path = store.data_dir / "envs"
     path.mkdir(parents=True, exist_ok=True)

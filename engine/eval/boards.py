@@ -2,9 +2,11 @@
 folder with no ``leaderboard.csv``, an environment folder, a task of the real held-out suite.
 
 Such an environment is graded like a synthetic one: its medals and rank come from the population of independent
-reference solutions (:mod:`engine.synthesis.population`) run in the sandbox on its public files. The board is
-built once and cached beside the imported copies (``envs-imported/.board/<id>.json``), keyed by the files, the
-grading spec and the population's program, so it is rebuilt only when one of them changes. A competition with a
+reference solutions (:mod:`engine.synthesis.population`) run in the sandbox on its public files, one entry per
+distinct submission. The board is built once and cached beside the imported copies
+(``envs-imported/.board/<id>.json``), keyed by the files, the grading spec, the board version and the population's
+program and plan (its reserve included), so it is rebuilt only when one of them changes: a board cached by an
+older population (``population-1``, which counted copies) is never read again. A competition with a
 real leaderboard keeps it (HumanRank); the paper's tasks keep their own thresholds (:mod:`engine.exchange`).
 """
 
@@ -21,14 +23,15 @@ from store import Store
 from store.common import now
 
 from ..config import Settings, load_settings
-from ..envs.layout import AUDIT_CACHE, EnvSpec
+from ..envs.layout import AUDIT_CACHE, BOARD_VERSION, FIRST_VERSION, EnvSpec, board_outdated
 from ..envs.storage import file_rows
 from ..errors import SandmleError
 from ..grading.audit import audit_env, file_hashes, require_clean
 from ..grading.score import read_frame
 from ..grading.thresholds import board_rank, thresholds
 from ..sandbox import Limits, SandboxBackend, get_backend
-from ..synthesis.population import BOARD_VERSION, MIN_ENTRIES, POPULATION, population_program, run_population
+from ..synthesis.population import (MIN_ENTRIES, POPULATION, RESERVE, plan_of, population_program, run_population,
+                                    versioned)
 from ..synthesis.solutions import with_solution_imports
 
 #: the folder (beside the imported copies) where built boards are kept
@@ -41,7 +44,7 @@ def board_key(env: EnvSpec) -> str:
     """What a built board depends on: the public files, the answers, the grading spec, the population."""
     answers = hashlib.sha256(env.answers.read_bytes()).hexdigest() if env.answers.is_file() else None
     program = hashlib.sha256(population_program().encode()).hexdigest()
-    plan = [e.plan(i) for i, e in enumerate(POPULATION)]
+    plan = plan_of(POPULATION, RESERVE, env.grade)
     return hashlib.sha256(json.dumps([file_hashes(env.dir), answers, env.grade.to_dict(), BOARD_VERSION, program,
                                       plan], sort_keys=True, default=str).encode()).hexdigest()
 
@@ -80,15 +83,16 @@ def ensure_board(env: EnvSpec, cache_root: str | Path, *, sandbox: SandboxBacken
     if not th.distinct() and note is not None:
         note(f"{env.id}: its population board's gold, silver and bronze are not three scores (gold {th.gold:.4g}, "
              f"silver {th.silver:.4g}, bronze {th.bronze:.4g}): standard models nearly saturate this data")
-    out = dataclasses.replace(env, leaderboard=scores, board="population", thresholds=th.to_dict())
+    out = dataclasses.replace(env, leaderboard=scores, board="population", thresholds=versioned(th.to_dict()))
     require_clean(out, audit_env(out, cache=cache_root / AUDIT_CACHE), "environment")
     return out
 
 
 def build_board(env: EnvSpec, *, sandbox: SandboxBackend | None = None,
                 settings: Settings | None = None) -> list[dict[str, Any]]:
-    """Run the population on ``env``'s public files and grade each entry: the board's rows (an error when fewer
-    than :data:`MIN_ENTRIES` solutions could be scored, naming the first failure)."""
+    """Run the population on ``env``'s public files and grade each distinct entry: the board's rows (an error when
+    fewer than :data:`MIN_ENTRIES` distinct solutions could be scored, saying how many were copies and naming the
+    first failure)."""
     settings = settings or load_settings()
     own = sandbox is None
     box = sandbox or get_backend(settings=with_solution_imports(settings.sandbox))
@@ -101,10 +105,9 @@ def build_board(env: EnvSpec, *, sandbox: SandboxBackend | None = None,
     finally:
         if own:
             box.close()
-    if len(pop.scored) < MIN_ENTRIES:
-        why = pop.error or (pop.summary()["failed"] or ["entries skipped"])[0]
-        raise SandmleError(f"{env.id}: its population board has {len(pop.scored)} scored solutions of "
-                           f"{len(POPULATION)} (needs {MIN_ENTRIES}): {why}")
+    short = pop.shortfall(MIN_ENTRIES)
+    if short:
+        raise SandmleError(f"{env.id}: its population board has {short}")
     return pop.board()
 
 
@@ -138,7 +141,8 @@ class Reboard:
     def line(self) -> str:
         def th(d: dict[str, Any]) -> str:
             t = d.get("thresholds") or {}
-            return (f"{d.get('board') or 'no'} board of {d.get('entries', 0)}"
+            return (f"{d.get('board') or 'no'} board"
+                    + (f" ({d['version']})" if d.get("version") else "") + f" of {d.get('entries', 0)}"
                     + (f" (gold {t['gold']:.4g} · silver {t['silver']:.4g} · bronze {t['bronze']:.4g})"
                        if t.get("gold") is not None else ""))
         if self.status == "rebuilt":
@@ -147,15 +151,17 @@ class Reboard:
 
 
 def _state(env: EnvSpec) -> dict[str, Any]:
-    return {"board": env.board, "entries": len(env.leaderboard), "thresholds": env.thresholds}
+    version = (env.thresholds or {}).get("version") or (FIRST_VERSION if env.board in ("population", "paper")
+                                                         else None)
+    return {"board": env.board, "version": version, "entries": len(env.leaderboard), "thresholds": env.thresholds}
 
 
 def reboard_stored(store: Store, env_id: str, *, sandbox: SandboxBackend) -> Reboard:
     """Rebuild one stored environment's board as a population board, in place: the leaderboard rows, the
     thresholds and ``env.json`` swapped in one transaction, the verification report and provenance kept (with a
     ``reboard`` record added). Refused -- the old board stays -- when the new one would not be a fit yardstick:
-    fewer than :data:`MIN_ENTRIES` scored, tiers that tie, a constant prediction reaching a tier, or the exploit
-    audit finding a file that reaches its bronze threshold."""
+    fewer than :data:`MIN_ENTRIES` distinct entries scored, tiers that tie, a constant prediction reaching a tier, or
+    the exploit audit finding a file that reaches its bronze threshold."""
     row = store.envs.get(env_id)
     env = EnvSpec.from_store(store, env_id)
     before = _state(env)
@@ -179,7 +185,7 @@ def reboard_stored(store: Store, env_id: str, *, sandbox: SandboxBackend) -> Reb
     if isinstance(trivial, (int, float)) and th.medal(float(trivial)):
         return Reboard(env_id, "refused", f"a constant prediction ({trivial:.4g}) reaches {th.medal(float(trivial))} "
                                           "on the population board", before)
-    new_th = paper_thresholds(verification.get("paper"), th.to_dict())
+    new_th = paper_thresholds(verification.get("paper"), versioned(th.to_dict()))
     candidate = dataclasses.replace(env, leaderboard=scores, board=(new_th or {}).get("board", "population"),
                                     thresholds=new_th)
     strong = (report.get("means") or {}).get("strong")
@@ -204,7 +210,9 @@ def reboard_stored(store: Store, env_id: str, *, sandbox: SandboxBackend) -> Reb
 
 
 def needs_reboard(store: Store, env_id: str) -> bool:
-    """A stored environment whose board is not a population of independent solutions nor a real leaderboard (the
-    9-entry board of the verifier's own scripts, or none)."""
+    """A stored environment whose board is not a population of distinct independent solutions nor a real
+    leaderboard: the 9-entry board of the verifier's own scripts, none, or a population board of an older version
+    (``population-1`` counted copies as entries)."""
     env = EnvSpec.from_store(store, env_id)
-    return env.board not in ("population", "paper", "human")
+    return env.board not in ("population", "paper", "human") or \
+        bool(board_outdated({**(env.thresholds or {}), "board": env.board}))

@@ -5,6 +5,12 @@ Episodes pair up by environment and RNG seed (both runs evaluated the same compe
 environment the difference is the mean over its pairs; overall, the mean over environments. The intervals
 resample pairs within an environment and, overall, environments too (two levels, so a small number of
 competitions widens the interval as it should). The RNG seed is fixed: the same two runs give the same numbers.
+
+These intervals describe two runs; they are **not a test**, and no claim is computed from them. Environments of
+one seed are not independent, and a percentile bootstrap of a few units is too narrow (issue 40: its lower bound
+was above 0 in 10% of simulated runs with no difference). ``bench learn``'s flags and verdicts come from the
+cluster sign-flip test of :mod:`engine.eval.cluster` over seeds or datasets (:mod:`engine.bench.learn_groups`);
+``bench learn`` keeps only this module's per-environment rows, for display.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ audit cache of the same data dir. Over a set of tasks (:func:`best_constant`):
 - the **per-task oracle**: the best option of each task, averaged — what a policy that read each task perfectly and
   picked among the same options would get.
 
+Both can be weighed by a policy's episodes (``weights``): ``bench learn`` chooses and rates the best constant on
+exactly the (task, RNG seed) pairs it compares, so a task counts as often as the policy played it there.
+
 ``sandmle eval constants`` reports both for a selector or an eval run's environments; ``bench learn`` sets them
 beside SFT and SFT+GRPO; the workbench's Eval compare shows them when every compared environment is cached.
 """
@@ -22,7 +25,7 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from store import Store
 
@@ -143,15 +146,25 @@ def constants_of(envs: Sequence[EnvSpec], cache: Path, log: Callable[[str], None
             box.close()
 
 
-def best_constant(constants: dict[str, Results]) -> dict[str, Any]:
+def best_constant(constants: dict[str, Results], weights: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The option with the highest medal rate over the tasks (ties: the first in :func:`options`' order), its
-    rate, and the per-task oracle (the best option of each task)."""
-    tasks = sorted(constants)
+    rate, and the per-task oracle (the best option of each task).
+
+    ``weights``: task → how much the task counts — e.g. how many episodes of it a policy has (``bench learn`` passes
+    exactly the policy's (task, RNG seed) pairs, so the constant's rate is over the same episodes as the policy's,
+    errored episodes left out of both). Tasks of weight 0 are left out. None: every task of ``constants`` once."""
+    w = {t: 1.0 for t in constants} if weights is None else {t: float(v) for t, v in weights.items() if v > 0}
+    tasks = sorted(w)
     if not tasks:
         raise SandmleError("no environment to take the best constant strategy over")
-    rates = {c.key: sum(constants[t][c.key]["medal"] for t in tasks) / len(tasks) for c in options()}
+    missing = [t for t in tasks if t not in constants]
+    if missing:
+        raise SandmleError(f"no constant strategies for {len(missing)} task(s): {', '.join(missing[:3])}",
+                           hint="`sandmle eval constants --envs ...` runs them")
+    total = sum(w.values())
+    rates = {c.key: sum(w[t] * constants[t][c.key]["medal"] for t in tasks) / total for c in options()}
     best = max(rates, key=lambda k: rates[k])  # max keeps the first of equal rates
-    oracle = sum(max(v["medal"] for v in constants[t].values()) for t in tasks) / len(tasks)
+    oracle = sum(w[t] * max(v["medal"] for v in constants[t].values()) for t in tasks) / total
     return {"best_constant_strategy": best, "best_constant_medal": rates[best], "oracle_medal": oracle,
             "constant_medals": dict(sorted(rates.items(), key=lambda kv: -kv[1])[:5]),
             "best_constant_per_task": {t: constants[t][best]["medal"] for t in tasks},

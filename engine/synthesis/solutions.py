@@ -16,13 +16,25 @@ names a column of a particular task:
 The decisions a solution makes are its *strategy*: ``model`` (constant, linear, boosted, blend), ``text``
 (none, words, words+chars), ``bag`` (train on a seed-dependent 90 % subsample, so RNG seeds differ). The
 verifier's ladder uses three of them; the scripted agent reuses :func:`render_solution` with other strategies.
+
+The target transform (fit ``log1p`` of a value target, predict ``expm1``) follows the metric, never a word of the
+description: a runner that knows the grading spec (the verifier's ladder) renders ``TARGET_TRANSFORM`` from
+:func:`target_transform`; a script without it (the
+scripted agent's, which sees only public files) reads the metric off the one fixed line every description of ours
+ends with, ``Submissions are scored with **<metric>**`` -- ``log1p`` for a log-scale metric, none otherwise and
+where no such line is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..config import SandboxSettings
+from ..grading.metrics import METRICS
+
+if TYPE_CHECKING:
+    from ..envs.layout import GradeSpec
 
 PRELUDE = '''\
 import sys
@@ -187,6 +199,33 @@ for c in TEXT:
 TXT = sparse.hstack(T_parts).tocsr() if T_parts else None
 '''
 
+#: the metric names (and their aliases) whose scale is logarithmic: a value target is fitted as log1p there (their
+#: library entries are non-negative regression metrics: RMSLE and its column-wise mean)
+LOG_METRICS = tuple(sorted({n for m in METRICS.values() if m.regression and m.non_negative
+                            for n in (m.name, *m.aliases)}))
+
+
+def target_transform(spec: "GradeSpec") -> str:
+    """How our own programs (the reference ladder, the population) fit a value target: ``"log1p"`` where the
+    grading spec's metric is on the log scale, else ``"none"``. Decided by the metric -- the proxy metric for an
+    environment graded by its own evaluator -- never by words of a description."""
+    name = spec.proxy_metric if spec.external else spec.metric
+    return "log1p" if name in LOG_METRICS else "none"
+
+TRANSFORM = f'''
+# the target transform: log1p where the metric is on the log scale, else none. A runner that knows the grading
+# spec sets TARGET_TRANSFORM; without it, the metric is the one description.md names on its fixed line
+# "Submissions are scored with **<metric>**" (no such line: none). Never from other words of the description.
+if "TARGET_TRANSFORM" not in globals():
+    import os as _os
+    import re as _re
+
+    _text = open("description.md", encoding="utf-8").read() if _os.path.isfile("description.md") else ""
+    _named = _re.search(r"^Submissions are scored with [*][*]([^*]+)[*][*]", _text, _re.M)
+    TARGET_TRANSFORM = "log1p" if _named and _named.group(1).strip().lower() in {LOG_METRICS!r} else "none"
+log_target = TARGET_TRANSFORM == "log1p" and MODE == "value"
+'''
+
 MODEL = '''
 # model
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
@@ -203,7 +242,6 @@ if TXT is not None:
     ZL = sparse.hstack([sparse.csr_matrix(Z * 0.3), TXT]).tocsr()
 else:
     ZL = Z
-log_target = "log" in open("description.md", encoding="utf-8").read().lower() and MODE == "value"
 
 
 _dense = []
@@ -291,7 +329,6 @@ CONSTANT = '''
 # constant model: the training prior (or median) for every test row — it needs no features at all
 keep = rng.permutation(len(train))[: max(10, int(0.9 * len(train)))] if STRATEGY_BAG else np.arange(len(train))
 tr = train.iloc[keep]
-log_target = "log" in open("description.md", encoding="utf-8").read().lower() and MODE == "value"
 sub = pd.DataFrame({ID: test[ID]})
 if MODE == "proba":
     freq = tr[TARGETS[0]].astype(str).value_counts(normalize=True)
@@ -328,14 +365,19 @@ class Strategy:
                 f"STRATEGY_CHARS = {self.chars!r}\nSTRATEGY_BAG = {self.bag!r}\n")
 
 
-def render_solution(strategy: Strategy | None = None) -> str:
-    """A complete, standalone solution script for any environment, following ``strategy``."""
+def render_solution(strategy: Strategy | None = None, target_transform: str | None = None) -> str:
+    """A complete, standalone solution script for any environment, following ``strategy``. ``target_transform``
+    (``"log1p"`` | ``"none"``: :func:`target_transform` of the grading spec) is set by a runner that knows it;
+    None leaves the script to read the metric off description.md's fixed scoring line."""
     s = strategy or Strategy()
+    if target_transform not in (None, "log1p", "none"):
+        raise ValueError(f"unknown target transform {target_transform!r}; expected log1p or none")
     doc = (f'"""Reference solution ({s.model}): python solution.py [SEED] [OUT]. Generic: the id, targets, '
            f'task and modality are read from the files."""\n')
+    head = doc + s.header() + (f"TARGET_TRANSFORM = {target_transform!r}\n" if target_transform else "")
     if s.model == "constant":
-        return doc + s.header() + PRELUDE + CONSTANT
-    return doc + s.header() + PRELUDE + KINDS + TABULAR_FEATURES + MEDIA_FEATURES + TEXT_FEATURES + MODEL
+        return head + PRELUDE + TRANSFORM + CONSTANT
+    return head + PRELUDE + TRANSFORM + KINDS + TABULAR_FEATURES + MEDIA_FEATURES + TEXT_FEATURES + MODEL
 
 
 #: modules the reference solutions and generators use: preloaded by the sandbox's warm worker during synthesis

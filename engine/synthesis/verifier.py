@@ -4,10 +4,11 @@ no leakage probe fires and the exploit audit (:mod:`engine.grading.audit`: can t
 file?) finds nothing that reaches the lowest rewarded tier (bronze) or beats the strong reference.
 
 The ladder gates; it does not set the medals. The leaderboard is a population of independent solutions
-(:mod:`.population`) run in the sandbox like any submission; its thresholds follow MLE-bench's rule, and an
-environment whose gold, silver and bronze are not three different scores, or where a constant prediction reaches
-a tier, is rejected. (``board="ladder"`` builds the 9-entry board environments had before -- the ladder's runs
-and blends of the strong one -- for ``sandmle bench synth``'s side-by-side cost only.)"""
+(:mod:`.population`) run in the sandbox like any submission, one entry per distinct submission (copies collapse;
+fewer than :data:`~.population.MIN_ENTRIES` distinct ones: rejected); its thresholds follow MLE-bench's rule, and
+an environment whose gold, silver and bronze are not three different scores, or where a constant prediction
+reaches a tier, is rejected. (``board="ladder"`` builds the 9-entry board environments had before -- the
+ladder's runs and blends of the strong one -- for ``sandmle bench synth``'s side-by-side cost only.)"""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ from ..grading.thresholds import board_rank, thresholds
 from ..sandbox import Limits, RunMeta, SandboxBackend
 from .fidelity import Profile, check, measure
 from .grader import better
-from .population import MIN_ENTRIES, POPULATION, Entry, run_population
-from .solutions import LADDER, RUNNER, render_solution
+from .population import MIN_ENTRIES, POPULATION, Entry, run_population, versioned
+from .solutions import LADDER, RUNNER, render_solution, target_transform
 
 
 
@@ -65,12 +66,13 @@ class Verdict:
 def run_ladder(sandbox: SandboxBackend, public_dir: Path, spec: GradeSpec, seeds: tuple[int, ...] = (0, 1), *,
                limits: Limits | None = None, meta: RunMeta | None = None,
                ladder: dict | None = None) -> tuple[list[LadderRun], dict[tuple[str, int], pd.DataFrame], float]:
-    """Every ladder solution × RNG seed in one sandbox run over a copy of ``public_dir`` (imports paid once)."""
+    """Every ladder solution × RNG seed in one sandbox run over a copy of ``public_dir`` (imports paid once); the
+    target transform is the grading spec's (its metric's), not the description's words."""
     ladder = ladder or LADDER
     plan: list[dict[str, Any]] = []
     with sandbox.open(public_dir, label="ladder") as ws:
         for name, strategy in ladder.items():
-            ws.write_file(f"_ref_{name}.py", render_solution(strategy).encode())
+            ws.write_file(f"_ref_{name}.py", render_solution(strategy, target_transform(spec)).encode())
             for s in seeds:
                 plan.append({"name": name, "seed": s, "file": f"_ref_{name}.py", "out": f"_sub_{name}_{s}.csv"})
         ws.write_file("_ladder.json", json.dumps(plan).encode())
@@ -355,14 +357,14 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
         pop = run_population(sandbox, env_dir / "public", spec, answers, entries=population, limits=limits,
                              meta=meta)
         report["population"] = pop.summary()
-        if len(pop.scored) < min(MIN_ENTRIES, len(population)):
-            why = pop.error or (pop.summary()["failed"] or ["entries skipped"])[0]
-            return Verdict(False, f"population board: {len(pop.scored)} of {len(population)} solutions scored "
-                                  f"(needs {MIN_ENTRIES}; {why})", "engineer", 1.0, report)
+        short = pop.shortfall(min(MIN_ENTRIES, len(population)))
+        if short:
+            return Verdict(False, f"population board: {short}", "engineer", 1.0, report)
         entries = pop.board()
     th = thresholds([e["score"] for e in entries], spec.lower_is_better, board)
+    th_dict = versioned(th.to_dict()) if board == "population" else th.to_dict()
     const_medals = [th.medal(s) for s in by["trivial"]]
-    report["thresholds"] = th.to_dict()
+    report["thresholds"] = th_dict
     if board == "population":
         report["strong_rank"] = board_rank(means["strong"], [e["score"] for e in entries], spec.lower_is_better)
         if not th.distinct():
@@ -379,7 +381,7 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
     report["leaks_fired"] = leak_problems
     if leak_problems:
         return Verdict(False, "leakage: " + leak_problems[0], "engineer", 1.0, report)
-    accepted = Verdict(True, "", report=report, leaderboard=entries, thresholds=th.to_dict())
+    accepted = Verdict(True, "", report=report, leaderboard=entries, thresholds=th_dict)
     if not exploit_audit:
         return accepted
     screen = float(np.mean([score_submission(screening_spec(spec), answers, subs[("strong", s)]) for s in seeds])) \

@@ -1,8 +1,10 @@
 """``sandmle doctor --deep``: the store's integrity, every verified environment's files against their stored
-hashes, boards that are not a population of independent solutions (the 9-entry board environments were stored
-with before: ``sandmle envs reboard``), folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`; on a Docker daemon
-that answers, also the containers and volumes labelled ``sandmle`` whose process has ended). ``repair`` fixes
-what is safe to fix (leftovers, orphan folders) and says what it did; the rest is reported with what to do."""
+hashes, boards that are not a population of distinct independent solutions (the 9-entry board environments were
+stored with before, or a population board of an older version -- ``population-1`` counted copies as entries:
+``sandmle envs reboard``), folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`; on
+a Docker daemon that answers, also the containers and volumes labelled ``sandmle`` whose process has ended).
+``repair`` fixes what is safe to fix (leftovers, orphan folders) and says what it did; the rest is reported with
+what to do."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pathlib import Path
 from store import Store, sha256_file
 from store.envs import EnvFile, EnvironmentRow
 
-from ..envs.layout import AUDIT_CACHE, BUILD_PREFIX, board_of
+from ..envs.layout import AUDIT_CACHE, BUILD_PREFIX, board_of, board_outdated
 from ..sandbox import docker
 from . import leftovers
 from .leftovers import Finding, remove_folder
@@ -32,14 +34,21 @@ def deep_check(store: Store, *, repair: bool = False) -> list[Finding]:
 
 
 def _boards(store: Store) -> list[Finding]:
-    """Verified environments whose medals come from the verifier's own scripts (the 9-entry ``ladder`` board) or
-    from no board at all: a medal there means "ran the verifier's own script". Population, human and paper boards
-    pass, and so does a leaderboard an environment folder brought of its own (its author's, kept as it came)."""
+    """Verified environments whose medals come from the verifier's own scripts (the 9-entry ``ladder`` board), from
+    no board at all (a medal there means "ran the verifier's own script"), or from a population board of an older
+    version (its entries count copies of one solution). Current population and paper boards, human boards pass, and
+    so does a leaderboard an environment folder brought of its own (its author's, kept as it came)."""
     out = []
     for env in store.envs.list(status="verified"):
         entries = store.envs.leaderboard(env["id"])
         board = board_of(env.get("thresholds"), entries)
-        if board in ("population", "paper", "human"):
+        if board in ("population", "paper"):
+            stale = board_outdated({**(env.get("thresholds") or {}), "board": board})
+            if stale:
+                out.append(Finding("environment boards", env["id"], f"{stale} (`sandmle envs reboard {env['id']}` "
+                                   "rebuilds it: one entry per distinct solution)"))
+            continue
+        if board == "human":
             continue
         if board is None and entries:
             continue  # a leaderboard its folder brought (its author's): kept as it came, like a competition's

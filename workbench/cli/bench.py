@@ -25,10 +25,13 @@ from .common import Context, emit_json, json_option, pass_ctx, table, wide_optio
               help="bench learn only: the plan (reading: grounded environments where the options' value depends on "
                    "the task, a teacher that validates two strategies and keeps the better; the result goes to "
                    "learn-reading.json) [default: full]")
+@click.option("--runs", type=click.IntRange(min=1),
+              help="bench learn only: whole runs of the plan, each at its own RNG seed (0, 1, ...); every run is "
+                   "reported with their mean and the claims are over all of them [default: 3, 1 with --quick]")
 @wide_option
 @pass_ctx
 def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, sampler: str | None,
-          plan_name: str | None, wide: bool) -> None:
+          plan_name: str | None, runs: int | None, wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
     known = benchmarks()
     if sampler is not None and name != "learn":
@@ -36,11 +39,13 @@ def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str |
                                "beside hf by themselves)")
     if plan_name is not None and name != "learn":
         raise click.UsageError("--plan goes with `bench learn`")
+    if runs is not None and name != "learn":
+        raise click.UsageError("--runs goes with `bench learn`")
     if not name:
         for n in known:
             click.echo(n)
         return
-    options = {k: v for k, v in (("sampler", sampler), ("plan_name", plan_name)) if v}
+    options = {k: v for k, v in (("sampler", sampler), ("plan_name", plan_name), ("runs", runs)) if v}
     result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick, **options)
     if as_json:
         emit_json(result.to_dict())
