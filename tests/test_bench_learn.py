@@ -86,7 +86,7 @@ def test_a_quick_run_reports_the_paired_difference_per_scaffold(store, tmp_path)
     groups = s["groups"]
     assert set(groups) == {"unseen_synthetic", "real"}
     assert (groups["unseen_synthetic"]["cluster"], groups["real"]["cluster"]) == ("seed", "dataset")
-    assert s["real_envs"] == ["mlebench-real-mass-pima-te", "mlebench-real-sklearn-iris"]
+    assert s["real_envs"] == ["mlebench-real-mass-pima-te", "mlebench-real-sklearn-wine"]
     for name, g in groups.items():
         assert g["method"] == "cluster sign-flip" and g["tasks"] == (2 if name == "real" else 1)
         assert 0 <= g["all_tasks"]["best_constant_medal"] <= g["all_tasks"]["oracle_medal"] <= 1

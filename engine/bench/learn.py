@@ -145,7 +145,7 @@ FULL = LearnPlan(train_seeds=("forest-cover", "tabular-binary-manufacturing", "p
 QUICK = LearnPlan(train_seeds=("forest-cover", "pizza-requests"), heldout_seeds=("leaf-species",),
                   train_envs_per_seed=1, heldout_envs_per_seed=1, demos_per_teacher=1, sft_epochs=1, grpo_steps=1,
                   eval_seeds=(0,), instruct_demos=1, instruct_epochs=1, aide_steps=2,
-                  runs=1, budget_s=12 * 60, real_tasks="Pima.te,sklearn:iris", real_eval_seeds=(0,))
+                  runs=1, budget_s=12 * 60, real_tasks="Pima.te,sklearn:wine", real_eval_seeds=(0,))
 #: ``--plan reading``: a miniature where reading the task pays. Training and held-out environments grounded in real
 #: datasets (the offline default backend; none of the real suite's), on which the value of the options depends on
 #: the task; one teacher that reads (:data:`READING_TEACHER`), so SFT copies validate-both-then-choose and GRPO

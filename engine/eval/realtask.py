@@ -7,7 +7,10 @@ package ships whose target is known is used; they are shuffled and split by an R
 (stratified by class for classification: :data:`TEST_SHARE` of each class to test), under new random ids, so the
 same installed package always gives the same files, byte for byte. Columns that would give the answer away are
 left out and named in the description: an identifier (one distinct value per row: a row number in the source's
-order) and a column that is the target re-expressed (``lwage`` beside ``wage``: rank correlation ≥ 0.999).
+order), a column that is the target re-expressed (``lwage`` beside ``wage``: rank correlation ≥ 0.999) and a
+column that determines a class target on the training rows (olive's ``area``: :mod:`.realchecks`). No test row has a
+feature twin in train: the split is repaired before it is final, each class keeping its test count
+(:func:`.realchecks.separate_duplicates`).
 
 A binary task scored by ROC-AUC predicts the probability of the rarer class (``1``); one scored by log loss
 submits one probability column per class; accuracy and F1 take the class labels as the source writes them.
@@ -29,6 +32,7 @@ from ..errors import SandmleError
 from ..grading.metrics import get_metric
 from ..realdata import HeldOut, doc_text, load, sanitize
 from ..realdata.docs import DatasetDoc, parse
+from .realchecks import determining_columns, separate_duplicates
 
 #: the share of each class (of all rows, for regression) that goes to test.csv
 TEST_SHARE = 0.3
@@ -53,11 +57,15 @@ class RealTask:
     target: str  #: the target column in train.csv
     classes: list[str] | None
     dropped: dict[str, str] = field(default_factory=dict)  #: source column → why it was left out
+    determining: list[str] = field(default_factory=list)  #: of ``dropped``: the columns that determine the target
+    duplicates_removed: int = 0  #: test rows of the plain split with a feature twin in train (moved to train)
 
     def to_dict(self) -> dict[str, Any]:
         return {"dataset": self.held.ref.key, "id": self.comp_id, "task": self.held.task,
                 "metric": self.held.metric, "target": self.target, "rows": self.rows, "n_train": self.n_train,
-                "n_test": self.n_test, "classes": self.classes, "dropped": self.dropped, "folder": str(self.folder)}
+                "n_test": self.n_test, "classes": self.classes, "dropped": self.dropped,
+                "determining_columns_dropped": self.determining, "duplicates_removed": self.duplicates_removed,
+                "folder": str(self.folder)}
 
 
 def comp_id(held: HeldOut) -> str:
@@ -67,8 +75,9 @@ def comp_id(held: HeldOut) -> str:
     return "real-" + re.sub(r"[^a-z0-9]+", "-", "-".join(parts).lower()).strip("-")
 
 
-def _rng(held: HeldOut) -> np.random.Generator:
-    return np.random.default_rng(int(hashlib.sha256(held.ref.key.encode()).hexdigest()[:12], 16))
+def _rng(held: HeldOut, purpose: str = "") -> np.random.Generator:
+    key = held.ref.key + (f"#{purpose}" if purpose else "")
+    return np.random.default_rng(int(hashlib.sha256(key.encode()).hexdigest()[:12], 16))
 
 
 def _labels(held: HeldOut, y: pd.Series) -> pd.Series:
@@ -115,6 +124,26 @@ def _split(y: pd.Series, task: str, rng: np.random.Generator) -> tuple[np.ndarra
     return rng.permutation(np.array(train)), rng.permutation(np.array(test))
 
 
+def _final_split(held: HeldOut, features: pd.DataFrame, y: pd.Series, plain: tuple[np.ndarray, np.ndarray]
+                 ) -> tuple[np.ndarray, np.ndarray, dict[str, str], int]:
+    """(train positions, test positions, column → why it determines the target, test rows of the plain split with
+    a feature twin in train): the columns of ``features`` that determine a class target on the final training rows
+    are left out, and the plain split repaired so that no test row equals a training row on the columns kept.
+    Repeated until no new column determines the target on the repaired split (a repair moves rows)."""
+    labels = None if held.task == "regression" else y
+    determining: dict[str, str] = {}
+    train_pos, test_pos = plain
+    twins = 0
+    for _ in range(len(features.columns) + 1):
+        kept = features.drop(columns=list(determining))
+        train_pos, test_pos, twins = separate_duplicates(kept, labels, *plain, _rng(held, "duplicates"))
+        found = {} if labels is None else determining_columns(kept.iloc[train_pos], labels.iloc[train_pos])
+        if not found:
+            break
+        determining.update(found)
+    return train_pos, test_pos, determining, twins
+
+
 def _positive(y: pd.Series) -> Any:
     """The class a ROC-AUC task predicts: the rarer one (on a tie, the last in sorted order)."""
     counts = y.value_counts()
@@ -153,7 +182,12 @@ def write_task(held: HeldOut, folder: Path) -> RealTask:
             y = y.map(lambda v: sanitize(v))
         classes = sorted(y.unique())
     rng = _rng(held)
-    train_pos, test_pos = _split(y, held.task, rng)
+    train_pos, test_pos, found, twins = _final_split(held, features, y, _split(y, held.task, rng))
+    source = {name: original for original, name in names.items()}
+    determining = {str(source[c]): why for c, why in found.items()}
+    dropped.update({source[c]: why for c, why in found.items()})
+    features = features.drop(columns=list(found))
+    names = {original: name for original, name in names.items() if name not in found}
     ids = rng.choice(np.arange(10_000, 100_000), size=len(frame), replace=False)
     table = pd.concat([pd.Series(ids, name=ID_COLUMN), features], axis=1)
     train = table.iloc[train_pos].assign(**{target: y.iloc[train_pos].to_numpy()})
@@ -176,7 +210,7 @@ def write_task(held: HeldOut, folder: Path) -> RealTask:
         sample = answers.assign(**{target: fill})
     doc = parse(held.ref.source, doc_text(held.ref), [str(c) for c in frame.columns], fallback_title=held.ref.name)
     task = RealTask(held, comp_id(held), Path(folder), rows, len(train), len(test), target, classes,
-                    {str(k): v for k, v in dropped.items()})
+                    {str(k): v for k, v in dropped.items()}, list(determining), twins)
     description = describe(task, doc, names, positive, list(sample.columns[1:]))
     public, private = folder / "prepared" / "public", folder / "prepared" / "private"
     public.mkdir(parents=True, exist_ok=True)
@@ -242,6 +276,11 @@ def describe(task: RealTask, doc: DatasetDoc, names: dict[Any, str], positive: A
     if task.dropped:
         lines += ["", "Left out of the source's columns: " + "; ".join(
             f"`{_plain(c)}` ({why})" for c, why in task.dropped.items()) + "."]
+    if task.duplicates_removed:
+        lines += ["", "No test row repeats a training row's features: rows with identical features were kept on one "
+                  f"side of the split ({task.duplicates_removed} test rows of a plain random split had such a twin "
+                  "in train" + ("; each class keeps its share of test rows" if held.task != "regression" else "")
+                  + ")."]
     better = "lower" if metric.lower_is_better else "higher"
     lines += ["", "## Evaluation", "", f"Submissions are scored with **{metric.name}**: {metric.wording}; "
               f"{better} is better.", "", "## Submission format", "",

@@ -349,10 +349,11 @@ def audit(ctx: Context, selector: str | None, reject: bool, as_json: bool) -> No
 @json_option("what was done to each environment")
 @pass_ctx
 def reboard(ctx: Context, selector: str | None, as_json: bool) -> None:
-    """Rebuild stored environments' leaderboards as population boards (independent reference solutions run in
-    the sandbox), in place: medals and the rank then mean "better than k of N independent solutions". SELECTOR as
-    in `eval --envs` (env ids, split:NAME, seed:ID, all, real); default: every verified environment whose board is
-    not one already (`sandmle doctor --deep` lists them). The verification report and provenance stay; a board
+    """Rebuild stored environments' leaderboards as population boards (distinct independent reference solutions
+    run in the sandbox), in place: medals and the rank then mean "better than k of N independent solutions".
+    SELECTOR as in `eval --envs` (env ids, split:NAME, seed:ID, all, real); default: every verified environment
+    whose board is not one already or was built by an older population, population-1, which counted copies
+    (`sandmle doctor --deep` lists them). The verification report and provenance stay; a board
     that would not be a fit yardstick (tiers that tie, a constant reaching a medal, a file that reaches bronze) is
     refused and the old one kept. Exit 1 when any is refused."""
     ids = stored_ids(ctx.store, selector)
@@ -383,16 +384,22 @@ def reboard(ctx: Context, selector: str | None, as_json: bool) -> None:
 @envs.command("real-suite")
 @click.option("--out", type=click.Path(file_okay=False), help="Where the competition folders go (default: "
               "<data dir>/real-suite).")
-@click.option("--only", help="Only these datasets (comma-separated: sklearn:iris, Pima.te, real-islr-oj …).")
-@json_option("every task: dataset, rows, board, thresholds")
+@click.option("--only", help="Only these datasets (comma-separated: sklearn:wine, Pima.te, real-islr-oj …).")
+@click.option("--retired", is_flag=True, help="Let --only name a dataset retired from the suite, to measure it "
+              "again (never stored).")
+@json_option("every task: dataset, rows, board, thresholds, tiers_distinct, entries, constant_score vs bronze, "
+             "determining_columns_dropped, duplicates_removed, error")
 @pass_ctx
-def real_suite(ctx: Context, out: str | None, only: str | None, as_json: bool) -> None:
+def real_suite(ctx: Context, out: str | None, only: str | None, retired: bool, as_json: bool) -> None:
     """Build the real held-out suite, offline: every dataset of engine/realdata/heldout.toml (shipped with the
     package) as an MLE-bench competition at its own size (public/ train, test, sample submission, a description
     from the dataset's own documentation; private/ answers), each with its population board (built once in the
     sandbox, cached) and the exploit audit, stored in the split real (evaluation only). A rerun reuses every board.
+    A column that determines a class target is left out, no test row repeats a training row's features, and a task
+    is stored only if it discriminates: three distinct tiers, at least 40 distinct board entries, no medal for the
+    best constant submission; otherwise it is refused with the reason.
     Needs the data extra: pip install 'sandmle[data]'. Exit 1 when a task is refused."""
-    suite = build_suite(ctx.store, out=out, only=only, note=note)
+    suite = build_suite(ctx.store, out=out, only=only, note=note, retired=retired)
     if as_json:
         emit_json(suite.to_dict())
     else:
