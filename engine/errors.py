@@ -71,6 +71,13 @@ class InvalidSubmission(GradingError):
     """The submission cannot be scored; the message says why (becomes the grade report's error)."""
 
 
+class GradingFault(InvalidSubmission):
+    """The grading itself failed, not the submission: the run of an environment's own evaluator died or ran out of
+    time as a whole (under load), leaving no result. An infrastructure fault: a grade (:func:`grade`) raises it, and
+    an episode graded so ends with status ``error`` (masked, counted apart, played again), never with a reward.
+    Batch graders that mark each submission scored or not keep it as one more unscored submission."""
+
+
 class TrainingError(SandmleError):
     pass
 

@@ -68,11 +68,12 @@ def test_build_sequence_refuses_text_only_turns():
 
 
 def test_collate_lines_masks_up_with_next_token_positions():
-    s = build_sequence([_turn("user", [1, 2]), _turn("assistant", [5, 6], [-1.0, -2.0]), _turn("tool", [7])])
+    s = build_sequence([_turn("user", [1, 2]), _turn("assistant", [5, 6], [-1.0, -2.0]), _turn("tool", [7]),
+                        _turn("assistant", [8], [-3.0])])
     b = collate([s], [1.0], [1.0])
-    # logprob position t scores token t+1: tokens 5,6 sit at 2,3 → positions 1,2; the tool token 7 at 4 → 3
-    assert b.loss_mask.tolist() == [[0.0, 1.0, 1.0, 0.0]]
-    assert b.old_logprobs[0, 1:3].tolist() == [-1.0, -2.0]
+    # logprob position t scores token t+1: tokens 5,6 sit at 2,3 → positions 1,2; the tool token 7 at 4 → 3; 8 → 4
+    assert b.loss_mask.tolist() == [[0.0, 1.0, 1.0, 0.0, 1.0]]
+    assert b.old_logprobs[0, 1:3].tolist() == [-1.0, -2.0] and b.old_logprobs[0, 4].item() == -3.0
 
 
 def test_observation_tokens_get_zero_loss_weight_and_zero_gradient():

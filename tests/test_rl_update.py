@@ -103,13 +103,24 @@ def test_skipped_trajectories_never_reach_the_model(tiny_dir):
     assert all(torch.equal(lora0[n], p) for n, p in _split(model)[0].items())
 
 
-def test_kl_to_the_base_uses_the_same_model_with_the_adapter_disabled(tiny_dir):
+def test_kl_to_the_starting_policy_is_zero_at_start_and_grows_as_the_adapter_moves(tiny_dir):
+    """The reference is the policy the scorer started from (a fresh LoRA: B = 0, so the base model itself), kept as
+    a copy of the adapter's weights and swapped in for the reference pass; the trained weights come back intact."""
     model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
     seq = build_sequence(_turns(tok, "model = LogisticRegression()\n"))
     opt = make_optimizer(model, lr=5e-2)
-    st0 = grpo_update(TokenLogProbs(model), opt, [seq], [1.0], [1.0], kl_coef=0.1)
+    scorer = TokenLogProbs(model)
+    st0 = grpo_update(scorer, opt, [seq], [1.0], [1.0], kl_coef=0.1)
     assert st0.kl == pytest.approx(0.0, abs=1e-6)   # LoRA B = 0 at start: policy == base
-    st1 = grpo_update(TokenLogProbs(model), opt, [seq], [1.0], [1.0], kl_coef=0.1)
+    trained = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    ids = torch.tensor([seq.input_ids])
+    with torch.no_grad():
+        ref = scorer.reference(ids, torch.ones_like(ids))
+        with model.disable_adapter():
+            base = scorer(ids, torch.ones_like(ids))
+    assert torch.allclose(ref, base, atol=1e-6)
+    assert all(torch.equal(p, trained[n]) for n, p in model.named_parameters() if p.requires_grad)
+    st1 = grpo_update(scorer, opt, [seq], [1.0], [1.0], kl_coef=0.1)
     assert st1.kl > 0 and math.isfinite(st1.loss)
 
 
@@ -118,8 +129,9 @@ def test_kl_is_measured_without_entering_the_loss(tiny_dir):
     model, tok, _ = load_for_training(str(tiny_dir), lora_r=4, lora_alpha=8, device="cpu")
     seqs = [build_sequence(_turns(tok, code)) for code in ("model = LogisticRegression()\n", "x = 1\n")]
     opt = make_optimizer(model, lr=5e-2)
-    grpo_update(TokenLogProbs(model), opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
-    st = grpo_update(TokenLogProbs(model), opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    scorer = TokenLogProbs(model)
+    grpo_update(scorer, opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
+    st = grpo_update(scorer, opt, seqs, [1.0, -1.0], [1.0, 1.0], micro_batch=1)
     assert st.kl > 0
     assert st.loss == pytest.approx(st.pg_loss)
 

@@ -5,8 +5,10 @@ How an episode ends (``Trajectory.status``): ``done``; ``timeout`` (its wall-clo
 ``failed`` — a fault the agent caused (a :class:`~engine.errors.WorkspaceFault`: the step file's place taken by a
 folder or a link out, a folder it made unwritable): the agent's, so a result like any other, reward 0, counted in
 every rate and trained on; ``error`` — a fault of the infrastructure (the sandbox cannot start or run, the policy's
-endpoint is down, a bug in a policy): not a result, left out of every rate, counted apart and played again by
-``runs resume``."""
+endpoint is down, a bug in a policy, the grading itself failed: an evaluator's run that died or ran out of time as a
+whole, a grading sandbox that would not start): not a result, reward 0 for a grading fault, left out of every
+rate, counted apart and played again by ``runs resume``. A submission the grader rejects is the agent's: ``done``,
+graded invalid."""
 
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from store.trajectories import Trajectory
 
 from ..envs.layout import EnvSpec
 from ..config import load_settings
-from ..errors import FileTooLarge, SandboxError, WorkspaceFault
-from ..grading.grade import grade, oversize_report
+from ..errors import FileTooLarge, GradingError, SandboxError, WorkspaceFault
+from ..grading.grade import GradeReport, grade, oversize_report
 from ..grading.rewards import compute_reward
 from ..sandbox import RunMeta, SandboxBackend, get_backend
 from .env import MLEEnv
@@ -63,6 +65,21 @@ def _submissions_dir(store: Store | None) -> Path:
         path = Path(tempfile.gettempdir()) / "sandmle-submissions"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def _grade(env: EnvSpec, submission_path: str | None, oversize: FileTooLarge | None) -> tuple[GradeReport, str | None]:
+    """(the grade report, None) — or, when the grading itself failed (the evaluator's run died or ran out of time
+    as a whole, the grading sandbox could not start, the environment's answers are missing), (a report with no
+    score that says so, the fault in one line). An invalid submission is a grade like any other: the agent's."""
+    if oversize is not None:
+        return oversize_report(env, oversize.size), None
+    try:
+        return grade(env, submission_path), None
+    except (SandboxError, GradingError) as exc:  # GradingFault too (any other InvalidSubmission is in the report)
+        fault = f"grading fault: {type(exc).__name__}: {exc}"
+        return GradeReport(competition_id=env.id, score=None, valid_submission=False,
+                           submission_exists=submission_path is not None, is_lower_better=env.grade.lower_is_better,
+                           error=fault, submission_path=submission_path), fault
 
 
 def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbox: SandboxBackend | None = None,
@@ -117,11 +134,14 @@ def run_episode(env: EnvSpec, policy: Policy, *, scaffold: str = "react", sandbo
     if callable(render) and transcript.turns:
         render(transcript.turns)  # token ids of turns the model never had to read (the last observation)
     state = menv.state
-    report = grade(env, submission_path) if oversize is None else oversize_report(env, oversize.size)
+    report, fault = _grade(env, submission_path, oversize)
     total, breakdown = compute_reward(report, transcript.turns, reward)
     if status == "failed":  # a failed episode earns nothing, format included; its submission is not taken
         report.error = error
         total, breakdown = 0.0, {"failed": 0.0}
+    elif fault is not None:  # the grader failed, not the agent: no result, never a reward (masked, played again)
+        status, error = "error", f"{error}; {fault}" if error else fault
+        total, breakdown = 0.0, {"grading fault": 0.0}
     if state.timed_out and status == "done":
         status = "timeout"
     traj = Trajectory(

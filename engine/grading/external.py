@@ -5,7 +5,9 @@ The paper's score tool runs ``python evaluator.py --submission_path P`` with the
 ``public/`` (where ``answer.csv`` is) and reads one JSON object from its standard output: ``score``,
 ``is_lower_better``, ``gold_threshold``, ``silver_threshold``, ``bronze_threshold``, ``median_threshold``. A non-zero
 exit, output that is not such an object, or a score that is not a finite number makes the submission invalid;
-:func:`score_of` turns each into one line (the last line of a traceback, never the traceback).
+:func:`score_of` turns each into one line (the last line of a traceback, never the traceback). A run that left no
+result at all (``rc`` None: the grading run died or ran out of time as a whole) is a :class:`GradingFault`, the
+grader's fault.
 
 This module needs only the standard library: the standalone grader of an export carries it unchanged
 (:mod:`engine.exchange.grader_source`), beside a stand-in for :mod:`engine.grading.evaluator`, which runs the
@@ -18,7 +20,7 @@ import json
 import math
 from typing import Any
 
-from ..errors import InvalidSubmission
+from ..errors import GradingFault, InvalidSubmission
 
 #: the file names of the contract: the program, the answers it reads from its working directory
 EVALUATOR_FILE, ANSWERS_FILE = "evaluator.py", "answer.csv"
@@ -57,8 +59,8 @@ def score_of(result: dict[str, Any]) -> float:
     if result.get("timed_out"):
         raise InvalidSubmission(f"{PREFIX} timed out after {result.get('timeout_s', TIMEOUT_S):g} s")
     rc, stdout, stderr = result.get("rc"), str(result.get("stdout") or ""), str(result.get("stderr") or "")
-    if rc is None:  # it never ran: the grading run itself failed
-        raise InvalidSubmission(f"{PREFIX} could not run: {last_line(stderr) or 'no result'}")
+    if rc is None:  # it never ran: the grading run itself failed (the grader's fault, not the submission's)
+        raise GradingFault(f"{PREFIX} could not run: {last_line(stderr) or 'no result'}")
     data = output_object(stdout)
     if rc != 0:
         told = data.get("error") if data is not None else None  # a JSON report saying why (an exported grader's)

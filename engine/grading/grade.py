@@ -2,7 +2,9 @@
 graded by its own evaluator has that program run in a grading workspace of its own: :mod:`.evaluator`).
 
 ``grade(env, submission_path)`` never raises for a bad submission: the reason goes into ``error`` and
-``valid_submission`` is false. It raises only for a broken environment (no answers, no grading spec).
+``valid_submission`` is false. It raises only for a broken environment (no answers, no grading spec) and when the
+grading itself failed (:class:`~engine.errors.GradingFault`, or the grading sandbox's :class:`SandboxError`):
+faults of the grader, which must never read as the submission's.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs.layout import EnvSpec
-from ..errors import GradingError, InvalidSubmission
+from ..errors import GradingError, GradingFault, InvalidSubmission
 from .score import read_frame, score_submission
 from .thresholds import Thresholds, board_rank, rank_name, thresholds
 
@@ -132,6 +134,8 @@ def grade(env: EnvSpec, submission_path: str | Path | None) -> GradeReport:
     try:
         submission = read_frame(submission_path, spec.id_column)
         score = score_submission(spec, answers, submission)
+    except GradingFault:
+        raise  # the grader's fault: no grade at all, not an invalid submission
     except InvalidSubmission as exc:
         report.error = str(exc)
         return report

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .base import Batcher, Sample, SampleRequest
+from .nucleus import nucleus_drop
 
 
 def _cache_kwarg(model: Any) -> str:
@@ -59,12 +60,9 @@ def pick_tokens(logits: Any, requests: Sequence[SampleRequest],
     temps = torch.tensor([r.temperature or 1.0 for r in requests], dtype=torch.float32, device=logits.device)
     scaled = logits / temps[:, None]
     top_p = [r.top_p if r.temperature > 0 else 1.0 for r in requests]
-    if min(top_p) < 1.0:
+    if min(top_p) < 1.0:  # the trainer's log-probs apply the same rule (engine.inference.nucleus)
         p = torch.tensor(top_p, dtype=torch.float32, device=logits.device)
-        ascending, order = torch.sort(scaled, dim=-1)
-        drop = ascending.softmax(-1).cumsum(-1) <= (1.0 - p)[:, None]
-        drop[:, -1] = False
-        scaled = scaled.masked_fill(drop.scatter(1, order, drop), float("-inf"))
+        scaled = scaled.masked_fill(nucleus_drop(scaled, p), float("-inf"))
     logp = scaled.log_softmax(-1)
     greedy = logits.argmax(-1)
     sampled = [i for i, r in enumerate(requests) if r.temperature > 0]

@@ -75,15 +75,20 @@ class GRPOConfig(_Common):
     max_turns: int = _option(15, "most model calls per episode")
     max_new_tokens: int = _option(256, "most generated tokens per turn")
     temperature: float = _option(1.0, "sampling temperature")
-    top_p: float = _option(1.0, "nucleus sampling")
+    top_p: float = _option(1.0, "nucleus sampling; the trainer's log-probs apply the same temperature and nucleus, so "
+                                "the importance weights compare like with like")
     step_timeout_s: float | None = _option(None, "time limit of one code execution (default: [sandbox] timeout_s)")
     episode_timeout_s: float = _option(1200.0, "time limit of one episode")
     clip_low: float = _option(0.2, "lower clip of the ratio: 1 - clip_low")
     clip_high: float = _option(0.28, "upper clip of the ratio (clip-higher): 1 + clip_high")
-    kl_coef: float = _option(0.0, "KL penalty to the base model (adapter disabled); 0 = off (default)")
+    kl_coef: float = _option(0.0, "KL penalty to the policy GRPO starts from (--adapter's, else the base model); "
+                                  "0 = off (default; the KL is still measured)")
     scale_rewards: bool = _option(True, "divide advantages by the group's reward std (Dr. GRPO: False)")
-    equal_group: str = _option("skip", "groups whose rewards are all equal carry no signal: skip | downweight")
-    equal_group_weight: float = _option(0.1, "loss weight of an all-equal group when equal_group = downweight")
+    equal_group: str = _option("skip", "groups whose rewards are all equal carry no signal (advantage 0): skip = "
+                               "leave them out; downweight = keep their tokens at weight equal_group_weight, which "
+                               "adds no policy gradient and only enlarges the token mean (a smaller step for the "
+                               "other groups; with kl_coef > 0 their KL term is trained)")
+    equal_group_weight: float = _option(0.1, "weight of an all-equal group's tokens when equal_group = downweight")
     mu: int = _option(1, "optimizer passes over each batch (ratio is 1 on the first pass)")
     micro_batch: int = _option(4, "trajectories per forward pass (gradient accumulation over the batch)")
     max_seq_len: int = _option(4096, "a longer trajectory is masked (counted as 'overlong', like a timeout), never cut")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import warnings
 from contextlib import nullcontext
 from typing import Any, ContextManager, Sequence
 
@@ -28,15 +29,48 @@ LAUNCHED_VARIABLE = "SANDMLE_LAUNCHED"
 
 
 class TokenLogProbs(torch.nn.Module):
-    """The policy as the update sees it: log p(token t+1 | tokens ≤ t) of right-padded sequences (chunked LM head,
-    see :func:`~.objective.sequence_logprobs`). A module of its own so that DDP wraps exactly this forward."""
+    """The policy as the update sees it: log p(token t+1 | tokens ≤ t) of right-padded sequences under the
+    distribution the sampler draws from (``temperature``, ``top_p``; chunked LM head, see
+    :func:`~.objective.sequence_logprobs`). A module of its own so that DDP wraps exactly this forward.
 
-    def __init__(self, model: Any, temperature: float = 1.0, chunk: int = 1024):
+    It also keeps the policy GRPO starts from, the KL term's reference: ``start`` (default: the model's trainable
+    weights as they are now) is a frozen copy of the trainable weights — the starting adapter (an SFT run's, when
+    GRPO starts from one) and any modules trained in full. :meth:`reference` swaps them into the live model for one
+    no-grad pass: the copy costs the adapter's size, never a second model. (The adapter disabled would be the base
+    model before SFT — for ``tiny``, a random-init network.)"""
+
+    def __init__(self, model: Any, temperature: float = 1.0, chunk: int = 1024, top_p: float = 1.0,
+                 start: dict[str, torch.Tensor] | None = None):
         super().__init__()
-        self.model, self.temperature, self.chunk = model, temperature, chunk
+        self.model, self.temperature, self.chunk, self.top_p = model, temperature, chunk, top_p
+        #: a plain dict, not buffers: DDP neither sees nor broadcasts it
+        self.start = start if start is not None else trainable_weights(model)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return sequence_logprobs(self.model, input_ids, attention_mask, self.temperature, self.chunk)
+        return sequence_logprobs(self.model, input_ids, attention_mask, self.temperature, self.chunk, self.top_p)
+
+    @torch.no_grad()
+    def reference(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """The starting policy's log-probs (eval mode: no dropout), the trained weights put back afterwards. Call it
+        on the unwrapped module, never through DDP (a no-grad pass must issue no collective), and before the
+        micro-batch's own forward (the swap writes the parameters in place)."""
+        params = dict(self.model.named_parameters())
+        now = {name: params[name].detach().clone() for name in self.start}
+        training = self.model.training
+        try:
+            for name, value in self.start.items():
+                params[name].copy_(value)
+            self.model.eval()
+            return self.forward(input_ids, attention_mask)
+        finally:
+            for name, value in now.items():
+                params[name].copy_(value)
+            self.model.train(training)
+
+
+def trainable_weights(model: Any) -> dict[str, torch.Tensor]:
+    """A detached copy of every trainable parameter of ``model`` (the adapter and the modules trained in full)."""
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
 
 
 def world_size_from_env() -> int:
@@ -83,8 +117,16 @@ class Processes:
             return scorer, optimizer
         from accelerate import Accelerator  # heavy optional dependency
 
-        self.accelerator = Accelerator(cpu=self.device == "cpu")
-        return self.accelerator.prepare(scorer, optimizer)
+        from accelerate.utils import DistributedDataParallelKwargs  # heavy optional dependency
+
+        # no buffer broadcast at the start of a forward: the buffers (rotary frequencies) are equal everywhere,
+        # and that broadcast made the order of collectives depend on each process's number of micro-batches
+        # (processes with different numbers of kept trajectories deadlocked)
+        ddp = DistributedDataParallelKwargs(broadcast_buffers=False)
+        self.accelerator = Accelerator(cpu=self.device == "cpu", kwargs_handlers=[ddp])
+        with warnings.catch_warnings():  # torch >= 2.12 names it forward_sync_buffers, which accelerate cannot pass
+            warnings.filterwarnings("ignore", message="`broadcast_buffers` is deprecated", category=FutureWarning)
+            return self.accelerator.prepare(scorer, optimizer)
 
     def unwrap(self, scorer: Any) -> TokenLogProbs:
         return self.accelerator.unwrap_model(scorer) if self.accelerator is not None else scorer

@@ -2,10 +2,12 @@
 
 Per step: pick environments (curriculum), run G rollouts each in the scaffold with the current policy (episodes
 stored as they finish), turn each trajectory into its exact token sequence (observations masked), compute
-group-normalized advantages (timed-out episodes masked, all-equal groups skipped or down-weighted), one clipped
-token-mean update of the LoRA adapter, metrics to the store, and a checkpoint every K steps. Resuming restores the
-adapter, optimizer, RNG and curriculum from the last checkpoint and takes back the rollouts already stored for the
-steps after it, so no step is counted twice and no stored rollout is lost or sampled again.
+group-normalized advantages (timed-out and errored episodes masked, all-equal groups skipped or down-weighted), one
+clipped token-mean update of the LoRA adapter (KL measured from the policy the run started from), metrics to the
+store, and a checkpoint every K steps. Resuming restores the adapter, optimizer, RNG, curriculum and the
+environments of the steps launched ahead of the checkpoint, takes back the rollouts already stored for the steps
+after it (an ``error`` episode is played again), so no step is counted twice, no stored result is lost or sampled
+again, and the run trains on the environments an uninterrupted run would.
 
 Scale (docs/scaling.md): rollouts run on an executor (``local`` threads share the trainer's sampler;
 ``process`` / ``ray`` workers load each adapter the trainer publishes); with ``max_staleness`` k the rollouts of
@@ -46,7 +48,7 @@ from .checkpoint import load_adapter_weights, load_state, save_checkpoint, set_r
 from .config import GRPOConfig, config_from_dict
 from .curriculum import Curriculum
 from .health import CollapseWatch
-from .distributed import ONE, Processes, TokenLogProbs
+from .distributed import ONE, Processes, TokenLogProbs, trainable_weights
 from .modeling import load_for_training, resolve_model
 from .objective import GroupStats, TokenSequence, group_advantages
 from .render import reply_sequences
@@ -90,17 +92,21 @@ def select_envs(store: Store, cfg: GRPOConfig) -> list[str]:
 
 
 def rollout_metrics(rollouts: list[Rollout]) -> dict[str, float | None]:
-    """What the step's rollouts (every process's) scored and how they ran."""
-    rewards = [r.reward for r in rollouts]
-    ranks = [r.rank for r in rollouts if r.rank is not None]
+    """What the step's rollouts (every process's) scored and how they ran. The rates are over the rollouts that
+    have a result: an ``error`` episode (an infrastructure or grading fault) has none — it is counted apart, as
+    ``errored`` (the rates are 0 in a step where every rollout errored)."""
+    scored = [r for r in rollouts if not r.errored]
+    rewards = [r.reward for r in scored] or [0.0]
+    ranks = [r.rank for r in scored if r.rank is not None]
     lags = [r.staleness for r in rollouts if r.staleness is not None]
     wall = sum(r.wall_s for r in rollouts) or 1e-9
     return {
         "reward_mean": statistics.fmean(rewards), "reward_std": statistics.pstdev(rewards),
-        "valid_rate": statistics.fmean(r.valid for r in rollouts),
-        "medal_rate": statistics.fmean(r.medal for r in rollouts),
+        "valid_rate": statistics.fmean([r.valid for r in scored] or [0.0]),
+        "medal_rate": statistics.fmean([r.medal for r in scored] or [0.0]),
         "rank": statistics.fmean(ranks) if ranks else None,
-        "timed_out": float(sum(r.timed_out or r.errored for r in rollouts)),
+        "timed_out": float(sum(r.timed_out and not r.errored for r in rollouts)),
+        "errored": float(sum(r.errored for r in rollouts)),
         "overlong": float(sum(r.overlong for r in rollouts)), "stale": float(sum(r.stale for r in rollouts)),
         "staleness_mean": statistics.fmean(lags) if lags else None,
         "staleness_max": float(max(lags)) if lags else None,
@@ -200,9 +206,14 @@ class GRPOTrainer:
                        f"({', '.join(frozen[:2])}{', …' if len(frozen) > 2 else ''}) stay frozen and are served "
                        "merged into the base")
         self.optimizer = make_optimizer(self.model, cfg.lr, cfg.weight_decay)
+        #: the policy GRPO starts from (the starting adapter, before any checkpoint is loaded): the KL reference
+        start = trainable_weights(self.model)
         self.curriculum = Curriculum(self.env_ids, window=cfg.curriculum_window, floor=cfg.curriculum_floor,
                                      enabled=cfg.curriculum)
         self.rng = random.Random(cfg.seed)
+        #: step → its environments, as drawn when its rollouts were launched (kept in the checkpoint for the steps
+        #: launched ahead of it: a resume plans them as the run did, from an RNG already past their draw)
+        self.plans: dict[int, list[str]] = {}
         ckpt = self.store.runs.latest_checkpoint(self.run_id)
         if ckpt is not None:
             if not verify(ckpt):
@@ -218,12 +229,14 @@ class GRPOTrainer:
                 self.curriculum = Curriculum.from_state(extra["curriculum"])
             if "sampler_rng" in extra:
                 self.rng.setstate(extra["sampler_rng"])
+            # the environments of the steps launched ahead of the checkpoint: drawn once, before the RNG state saved
+            self.plans = {int(k): list(v) for k, v in extra.get("plans", {}).items()}
             self.start_step = int(state["step"]) + 1
             for step, values in self._logged_steps():
                 if (warning := self.watch.update(step, values)) is not None:
                     self.warnings.append(warning)
         self.scorer, self.optimizer = self.processes.prepare(
-            TokenLogProbs(self.model, cfg.temperature, cfg.logprob_chunk), self.optimizer)
+            TokenLogProbs(self.model, cfg.temperature, cfg.logprob_chunk, cfg.top_p, start=start), self.optimizer)
         # rollouts sampling while the update runs need weights of their own: the hf sampler gets a copy
         self.sampling_model = copy.deepcopy(self.model) if cfg.max_staleness and cfg.sampler == "hf" else self.model
         if not self.remote:
@@ -300,10 +313,13 @@ class GRPOTrainer:
         return name + (f",adapter={self.cfg.adapter}" if self.cfg.adapter else "")
 
     def plan(self, step: int) -> list[str]:
-        """The step's environments: those of groups already stored for it (resume), the rest from the curriculum."""
-        have = stored_plan(self.store, self.run_id, step)
-        fresh_envs = self.curriculum.sample(self.cfg.envs_per_step, self.rng)
-        return [have.get(k, fresh_envs[k]) for k in range(self.cfg.envs_per_step)]
+        """The step's environments: as drawn when it was launched before (a step launched ahead of the checkpoint a
+        run resumes from), else those of groups already stored for it (resume) and the rest from the curriculum."""
+        if step not in self.plans:
+            have = stored_plan(self.store, self.run_id, step)
+            fresh_envs = self.curriculum.sample(self.cfg.envs_per_step, self.rng)
+            self.plans[step] = [have.get(k, fresh_envs[k]) for k in range(self.cfg.envs_per_step)]
+        return self.plans[step]
 
     # ------------------------------------------------------------------ one step
     def step(self, step: int, pending: PendingStep | None = None) -> dict[str, float]:
@@ -422,10 +438,12 @@ class GRPOTrainer:
     def checkpoint(self, step: int) -> Path | None:
         """Save (the main process) the checkpoint of ``step``; every process waits for it."""
         path = None
+        self.plans = {k: v for k, v in self.plans.items() if k > step}  # those launched ahead of it
         if self.processes.is_main:
             path = save_checkpoint(self.store, self.run_id, self.run_dir, step, self.model, optimizer=self.optimizer,
                                    extra={"curriculum": self.curriculum.state_dict(),
-                                          "sampler_rng": self.rng.getstate()})
+                                          "sampler_rng": self.rng.getstate(),
+                                          "plans": {str(k): list(v) for k, v in self.plans.items()}})
         self.processes.wait()
         return path
 

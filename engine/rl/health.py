@@ -1,5 +1,5 @@
-"""Watching a GRPO run for collapse: the training reward falls to half of its best while the policy's KL to the base
-model or the clip fraction spikes — the signature of updates that moved the adapter off what it had learned (a
+"""Watching a GRPO run for collapse: the training reward falls to half of its best while the policy's KL to the policy
+the run started from or the clip fraction spikes — the signature of updates that moved the adapter off what it had learned (a
 too-high learning rate, garbled samples at a high temperature, or a sampler that drifted from the trainer)."""
 
 from __future__ import annotations

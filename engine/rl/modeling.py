@@ -1,6 +1,6 @@
 """A base model with a trainable LoRA adapter (PEFT) for training, loaded through :mod:`engine.models.loading`
 (its device and dtype rules). The base weights are frozen; the reference policy for KL is the same model with the
-adapter disabled, so no second copy is ever loaded."""
+starting adapter's weights swapped in (:class:`~.distributed.TokenLogProbs`), so no second copy is ever loaded."""
 
 from __future__ import annotations
 

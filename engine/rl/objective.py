@@ -13,6 +13,8 @@ from torch.utils.checkpoint import checkpoint
 
 from store.trajectories import Turn
 
+from ..inference.nucleus import nucleus_logits
+
 
 # ---------------------------------------------------------------------------------------------- advantages
 @dataclass
@@ -31,7 +33,9 @@ def group_advantages(
     """Advantage of trajectory i = (r_i - mean of its group) / (std of its group + eps) (``scale=False``: no
     division, as Dr. GRPO). Masked trajectories (timed out) take no part in the group's statistics and get
     weight 0: they are neither punished nor rewarded. A group whose remaining rewards are all equal (or that
-    has fewer than two) carries no signal: weight 0 (``skip``) or ``equal_weight`` (``downweight``)."""
+    has fewer than two) carries no signal: weight 0 (``skip``) or ``equal_weight`` (``downweight``: its advantage is
+    still 0, so it adds no policy gradient; its tokens only enlarge the token mean's normalizer, which shrinks the
+    step of the other groups, and take part in the KL term when there is one)."""
     n = len(rewards)
     if len(group_ids) != n:
         raise ValueError("rewards and group_ids differ in length")
@@ -80,16 +84,21 @@ class TokenSequence:
 
 
 def build_sequence(turns: Sequence[Turn]) -> TokenSequence:
-    """prompt = the token ids of the leading system/user messages; completion = every later message's token ids;
-    env_mask = 1 on assistant tokens and 0 on tool/user observation tokens; old log-probs = the sampler's, from
-    the assistant messages (NaN where a message has none: no importance correction for those tokens). Never cut:
-    the trainer masks a sequence longer than its ``max_seq_len`` as a whole."""
+    """prompt = the token ids of the leading system/user messages; completion = every later message's token ids
+    up to the last assistant message (what follows it — the last observation — the model never read: it would
+    only cost forward compute and count toward ``max_seq_len``); env_mask = 1 on assistant tokens and 0 on
+    tool/user observation tokens; old log-probs = the sampler's, from the assistant messages (NaN where a message
+    has none: no importance correction for those tokens). Never cut: the trainer masks a sequence longer than its
+    ``max_seq_len`` as a whole."""
     prompt: list[int] = []
     completion: list[int] = []
     mask: list[int] = []
     old: list[float] = []
     in_prompt = True
-    for t in turns:
+    last = max((i for i, t in enumerate(turns) if t.role == "assistant"), default=-1)
+    for k, t in enumerate(turns):
+        if k > last and not (in_prompt and t.role in ("system", "user")):
+            break  # a trailing observation (or anything after the last reply): never read by the model
         role = t.role
         ids = t.token_ids
         if ids is None:
@@ -154,19 +163,24 @@ def split_lm(model: Any) -> tuple[Any, Any]:
     return getattr(base, base.base_model_prefix), base.get_output_embeddings()
 
 
-def _chunk_logprobs(head: Any, temperature: float, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def _chunk_logprobs(head: Any, temperature: float, top_p: float, hidden: torch.Tensor,
+                    targets: torch.Tensor) -> torch.Tensor:
     logits = head(hidden).float()
     if temperature != 1.0:
         logits = logits / temperature
+    logits = nucleus_logits(logits, top_p, keep=targets)
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
 
 
 def sequence_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                      temperature: float = 1.0, chunk: int = 1024) -> torch.Tensor:
-    """log p(token t+1 | tokens ≤ t) [B, T-1] (float32) without ever holding full-vocabulary logits for the whole
+                      temperature: float = 1.0, chunk: int = 1024, top_p: float = 1.0) -> torch.Tensor:
+    """log p(token t+1 | tokens ≤ t) [B, T-1] (float32) under the distribution the sampler draws from: the logits
+    divided by ``temperature``, cut to the ``top_p`` nucleus (:mod:`engine.inference.nucleus`, the sampler's own
+    rule; the token itself always stays in), renormalized. Never holds full-vocabulary logits for the whole
     sequence: the backbone's hidden states go through the LM head and the log-softmax ``chunk`` positions at a
     time, and with gradients on each chunk is recomputed in the backward pass (activation checkpointing), so what
-    stays alive per chunk is its hidden states, not its [B, chunk, V] logits."""
+    stays alive per chunk is its hidden states, not its [B, chunk, V] logits (``top_p`` < 1 adds a sort of each
+    chunk's logits while it is computed)."""
     backbone, head = split_lm(model)
     hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state
     hidden, targets = hidden[:, :-1], input_ids[:, 1:]
@@ -174,9 +188,9 @@ def sequence_logprobs(model: Any, input_ids: torch.Tensor, attention_mask: torch
     for s in range(0, hidden.shape[1], max(1, int(chunk))):
         h, t = hidden[:, s:s + chunk], targets[:, s:s + chunk]
         if torch.is_grad_enabled():
-            parts.append(checkpoint(_chunk_logprobs, head, temperature, h, t, use_reentrant=False))
+            parts.append(checkpoint(_chunk_logprobs, head, temperature, top_p, h, t, use_reentrant=False))
         else:
-            parts.append(_chunk_logprobs(head, temperature, h, t))
+            parts.append(_chunk_logprobs(head, temperature, top_p, h, t))
     return torch.cat(parts, dim=1)
 
 

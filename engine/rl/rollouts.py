@@ -111,9 +111,12 @@ def stored_plan(store: Store, run_id: str, step: int) -> dict[int, str]:
 
 
 def stored_rollouts(store: Store, run_id: str, step: int) -> dict[tuple[str, int], Rollout]:
-    """(group id, rng seed) → the stored rollout of this step."""
+    """(group id, rng seed) → the stored rollout of this step that has a result. An ``error`` episode (an
+    infrastructure or grading fault) has none: it is played again."""
     out: dict[tuple[str, int], Rollout] = {}
     for row in store.trajectories.list(run_id=run_id, step=step):
+        if row.status == "error":
+            continue
         r = Rollout.from_trajectory(store.trajectories.get(row.id), reused=True)
         out[(r.group_id, r.rng_seed)] = r
     return out

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Hashable, Iterator, Sequence
+from typing import Any, Hashable, Sequence
 
 import torch
 
@@ -41,15 +41,17 @@ def grpo_update(
     groups, timed-out or over-long episodes) never reach the model. The ratio's denominator is the trainer's own
     log-prob before the update (the first pass's, detached); the sampler's log-probs enter only through the
     truncated importance weights min(π_trainer / π_sampler, ``tis_cap``), measured on the first pass. The KL to
-    the base model (adapter disabled) is measured on every micro-batch when it is part of the loss, else on the
-    first one only (for the collapse watch).
+    the policy GRPO started from (:meth:`~.distributed.TokenLogProbs.reference`) is measured on every micro-batch
+    when it is part of the loss, else on the first one only (for the collapse watch).
 
     ``scorer`` is the policy's :class:`~.distributed.TokenLogProbs` (as :meth:`Processes.prepare` returns it;
-    its temperature is the sampling temperature, so ratios compare like with like). With several
+    its temperature and top-p are the sampler's, so ratios compare like with like). Collectives: only the
+    gradient exchange of each pass's last micro-batch (every process has one, an empty one included) and the
+    sums of numbers, in the same order on every process whatever its number of micro-batches. With several
     ``processes`` each passes its own share of the batch and the token mean is over the whole batch: the
     normalizer is the total over processes, and DDP's mean of the gradients times the world size is their sum
     — the same update as one process taking the whole batch. Statistics are over the whole batch too."""
-    model = processes.unwrap(scorer).model
+    policy = processes.unwrap(scorer)
     keep = [i for i, w in enumerate(weights) if w > 0 and seqs[i].model_tokens > 0]
     stats = UpdateStats()
     normalizer = processes.total(sum(weights[i] * seqs[i].model_tokens for i in keep))
@@ -77,6 +79,9 @@ def grpo_update(
                                 pad_id)
                 ids, att = batch.input_ids.to(device), batch.attention_mask.to(device)
                 mask = batch.loss_mask.to(device)
+                ref_lp = None
+                if kl_coef > 0 or totals["kl_n"] == 0:  # the unwrapped module: no collective in a no-grad pass
+                    ref_lp = policy.reference(ids, att)
                 new_lp = scorer(ids, att)
                 if k == 0:
                     mm = tis_weights(new_lp.detach(), batch.old_logprobs.to(device), mask, tis_cap)
@@ -85,10 +90,6 @@ def grpo_update(
                     stats.sampler_kl += mm.kl
                     stats.tis_capped += mm.capped
                     stats.sampler_tokens += mm.tokens
-                ref_lp = None
-                if kl_coef > 0 or totals["kl_n"] == 0:
-                    with torch.no_grad(), _adapter_disabled(model):
-                        ref_lp = scorer(ids, att)
                 loss, ls = grpo_loss(
                     new_lp, before[j][0], batch.advantages.to(device), mask, weights=batch.weights.to(device),
                     clip_low=clip_low, clip_high=clip_high, ref_logprobs=ref_lp, kl_coef=kl_coef,
@@ -101,20 +102,6 @@ def grpo_update(
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return _whole_batch(stats, totals, mu, processes)
-
-
-@contextmanager
-def _adapter_disabled(model: Any) -> Iterator[None]:
-    """The base model (adapter off), with every parameter's trainable flag as it was afterwards: PEFT's
-    ``disable_adapter`` makes every ``modules_to_save`` copy trainable again on exit, even ones kept frozen (the
-    modules a vLLM sampler serves merged into its base)."""
-    flags = [(p, p.requires_grad) for p in model.parameters()]
-    try:
-        with model.disable_adapter():
-            yield
-    finally:
-        for p, flag in flags:
-            p.requires_grad_(flag)
 
 
 def _accumulate(totals: dict[str, float], ls: LossStats, *, with_kl: bool) -> None:
