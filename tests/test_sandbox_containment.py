@@ -36,7 +36,7 @@ def world(tmp_path_factory):
     store.close()
 
 
-NAMES = ["network", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
+NAMES = ["network", "read_data_packages", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
          "infinite_loop", "cpu_limit", "output_flood", "disk_fill"]
 
 

@@ -16,7 +16,7 @@ from engine.sandbox import Limits, get_backend
 from sandbox_cases import cases, check_files_in_and_out, host_pid, make_host, verify
 
 BASE = Limits(timeout_s=30, cpu_s=60, memory_mb=2048, max_procs=64, max_disk_mb=64, max_output_kb=1024)
-NAMES = ["network", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
+NAMES = ["network", "read_data_packages", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
          "infinite_loop", "cpu_limit", "output_flood", "disk_fill"]
 
 

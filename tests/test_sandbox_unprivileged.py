@@ -15,7 +15,7 @@ from unprivileged import NAME, User, why_not
 
 pytestmark = [pytest.mark.skipif(why_not() is not None, reason=why_not() or ""), pytest.mark.slow]
 
-CONTAINMENT = ["network", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
+CONTAINMENT = ["network", "read_data_packages", "read_private", "write_outside", "signal_parent", "daemon", "fork_bomb", "memory_bomb",
                "infinite_loop", "cpu_limit", "output_flood", "disk_fill"]
 
 

@@ -45,7 +45,6 @@ from ..agents.policies.scripted import EXPERT
 from ..agents.templates import Choice
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
-from ..eval.compare import compare
 from ..eval.constants import cache_dir, constants_of
 from ..eval.realsuite import build_suite, suite_envs
 from ..eval.run import EvalReport, run_eval
@@ -58,14 +57,13 @@ from ..seeds.load import load_shipped
 from ..synthesis.pipeline import synthesize
 from . import BenchResult, torch_threads
 from ._plot import line_plot
-from .learn_groups import LEVEL, METHOD, Pair, claim_rows, diff_interval, groups_summary, paired_episodes
+from .learn_claims import RATE, TRAINED_IN, _fmt, _mean, arm_figures, learn_claims, per_env
+from .learn_groups import LEVEL, METHOD, Pair, claim_rows, groups_summary, paired_episodes
 from ._vllm import log_path, tiny_server
 
-#: the policies compared (baseline first) and the rate compared
+#: the policies compared (baseline first); the rate compared (RATE) and the scaffold SFT and GRPO train in
+#: (TRAINED_IN; the others of :data:`SCAFFOLDS` are the ones they never ran in) are :mod:`.learn_claims`'
 ARMS = ("SFT", "SFT+GRPO")
-RATE = "any_medal"
-#: the scaffold SFT and GRPO train in; the others of :data:`SCAFFOLDS` are the ones they never ran in
-TRAINED_IN = "react"
 SCAFFOLDS = ("react", "aide", "oneshot")
 #: the mixed teacher: a wrong and a right strategy, one demonstration each per environment. SFT learns the format
 #: from both and samples either; which one earns medals is what GRPO has to find out from the reward. (A teacher
@@ -237,72 +235,6 @@ def plot_rewards(metrics: dict[str, list[tuple[int, float]]], path: Path, *, sft
     return line_plot({label: metrics[name] for name, label in names if metrics.get(name)},
                      path, title="GRPO on the training environments (tiny model, CPU)",
                      hline=None if sft_medal is None else (sft_medal, "SFT held-out medal rate (react)"))
-
-
-def _fmt(rate: dict[str, float | None]) -> str:
-    mean, sem = rate["mean"], rate["sem"]
-    return "n/a" if mean is None else f"{mean:.3f} ± {sem or 0.0:.3f}"
-
-
-def _mean(rep: EvalReport, rate: str) -> float:
-    return rep.summary[rate]["mean"] or 0.0
-
-
-def arm_figures(sft: EvalReport, grpo: EvalReport) -> dict[str, Any]:
-    """What one run's two arms did in one scaffold beside the claims: valid rates and the rank on the board."""
-    return {"sft_valid": _mean(sft, "valid"), "grpo_valid": _mean(grpo, "valid"), "rank_label": sft.rank_label,
-            "sft_rank": _mean(sft, "rank"), "grpo_rank": _mean(grpo, "rank")}
-
-
-def per_env(store: Store, sft: EvalReport, grpo: EvalReport) -> list[dict[str, Any]]:
-    """Per environment the two arms' medal rates and their difference (:func:`engine.eval.compare.compare`'s
-    per-environment rows: shown, never used for a claim)."""
-    try:
-        return [{"env_id": e.env_id, "sft": e.a, "grpo": e.b, "diff": e.diff}
-                for e in compare(store, sft.run_id, grpo.run_id, RATE).per_env]
-    except SandmleError:  # no episode both arms scored
-        return []
-
-
-def ratio_met(sft: float, grpo: float, target: float) -> bool:
-    """SFT+GRPO's medal rate at least ``target`` times SFT's (any gain from 0 counts)."""
-    return grpo > 0 if sft == 0 else grpo / sft >= target
-
-
-def scaffold_claims(row: dict[str, Any], pairs: list[Pair], figures: list[dict[str, Any]], *, target_ratio: float,
-                    level: float) -> dict[str, Any]:
-    """One scaffold of the unseen seeds (its ``groups`` row, every run's pairs and :func:`arm_figures`): the
-    difference with its verdict, and the target — the ratio of medal rates at least ``target_ratio`` and SFT+GRPO
-    beating SFT by the cluster sign-flip test at ``level`` (below 95% where several scaffolds share one claim)."""
-    if not pairs:
-        return {"trained_in": row["trained_in"], "episodes": 0, "verdict": "inconclusive", "note": row.get("note"),
-                "target_met": False}
-    ci = diff_interval(pairs, level=level)
-    a, b = row["sft_medal"], row["grpo_medal"]
-    runs = len(figures)
-    mean = {k: sum(f[k] for f in figures) / runs for k in ("sft_valid", "grpo_valid", "sft_rank", "grpo_rank")}
-    return {"trained_in": row["trained_in"], "episodes": row["episodes"], "runs": row["runs"], "sft_medal": a,
-            "grpo_medal": b, "ratio": b / a if a > 0 else None, "diff": row["diff"], "ci95_low": row["ci95_low"],
-            "ci95_high": row["ci95_high"], "p_value": row["p_value"], "verdict": row["verdict"], "note": row["note"],
-            "target_ratio": target_ratio, "target_level": level, "target_low": ci.low,
-            "target_met": bool(ci.above_zero and ratio_met(a, b, target_ratio)),
-            **mean, "rank_label": figures[0]["rank_label"], "rank_delta": mean["grpo_rank"] - mean["sft_rank"]}
-
-
-def learn_claims(groups: dict[str, Any], pairs: dict[tuple[str, str], list[Pair]],
-                 figures: dict[str, list[dict[str, Any]]], scaffolds: tuple[str, ...]) -> dict[str, Any]:
-    """``summary.scaffolds`` and the two headline flags, on the unseen seeds' group, from the cluster method over
-    every run's pairs: ``react_met`` — react's ratio at least 1.2 and SFT+GRPO beating SFT at 95%; ``transfer_met``
-    — the same in some scaffold never trained in at ratio 1.1, each of the m such scaffolds tested at 1 − 0.05/m
-    (Bonferroni: m chances at a claim must not add up to more than 5%)."""
-    unseen = [s for s in scaffolds if s != TRAINED_IN]
-    group = "unseen_synthetic"
-    out = {s: scaffold_claims(groups[group][s], pairs.get((group, s), []), figures[s],
-                              target_ratio=1.2 if s == TRAINED_IN else 1.1,
-                              level=LEVEL if s == TRAINED_IN else 1 - (1 - LEVEL) / len(unseen))
-           for s in scaffolds}
-    return {"scaffolds": out, "react_met": out[TRAINED_IN]["target_met"],
-            "transfer_met": any(out[s]["target_met"] for s in unseen)}
 
 
 class _Phases:

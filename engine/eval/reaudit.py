@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from store import Store
 
 from ..envs.layout import AUDIT_CACHE, REAL_SPLIT, EnvSpec
 from ..errors import SandmleError
+from ..sandbox import SandboxBackend
 from ..grading.audit import AuditReport, audit_env
 from ..grading.audit.view import media_columns
 from ..grading.score import read_frame, screening_spec
@@ -28,11 +29,26 @@ class StoredAudit:
     rejected: bool = False
 
     @property
+    def lookup_line(self) -> str:
+        """What the lookup probe saw from inside the agent's sandbox (one line), or why it did not run."""
+        lk = self.report.lookup
+        if not isinstance(lk, dict):
+            return "lookup probe: not run"
+        if lk.get("error"):
+            return f"lookup probe failed: {lk['error']}"
+        readable = lk.get("readable") or {}
+        found = ", ".join(f"{f['dataset']} ({f['rows']:.0%} of the test rows)" for f in lk.get("found") or [])
+        others = readable.get("package_files", 0) + readable.get("system_files", 0)
+        return (f"lookup probe: {lk.get('data_packages', 0)} datasets readable from data packages, {others} other "
+                f"tables; test rows found in {found or 'none'} ({lk.get('seconds', 0):.1f} s"
+                + ("" if lk.get("complete", True) else ", incomplete") + ")")
+
+    @property
     def lines(self) -> list[str]:
         return [f.line() for f in self.report.findings] + [f"verifier probe: {p}" for p in self.probes]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.env_id, "findings": [{**f.to_dict(), "line": f.line()} for f in self.report.findings],
+        return {"id": self.env_id, "lookup": self.report.lookup, "findings": [{**f.to_dict(), "line": f.line()} for f in self.report.findings],
                 "probes": self.probes, "attempts": self.report.attempts, "candidates": self.report.candidates,
                 "best": self.report.best, "bar": self.report.bar, "skipped": self.report.skipped,
                 "wall_s": self.report.wall_s, "rejected": self.rejected}
@@ -57,9 +73,11 @@ def stored_ids(store: Store, selector: str | None) -> list[str]:
     return [spec.id for spec in select_envs(store, selector)]
 
 
-def audit_stored(store: Store, env_id: str, *, reject: bool = False) -> StoredAudit:
-    """Audit one stored environment against its stored bronze threshold and strong reference; with ``reject``, one
-    with findings is marked rejected (its files and rows stay)."""
+def audit_stored(store: Store, env_id: str, *, reject: bool = False,
+                 sandbox: SandboxBackend | None = None) -> StoredAudit:
+    """Audit one stored environment against its stored bronze threshold and strong reference, the lookup probe run
+    as agent code in ``sandbox`` (default: the settings' sandbox); the new report replaces the stored one (so
+    ``doctor --deep`` sees it). With ``reject``, one with findings is marked rejected (its files and rows stay)."""
     row = store.envs.get(env_id)
     env = EnvSpec.from_store(store, env_id)
     if not env.answers.is_file():
@@ -69,8 +87,13 @@ def audit_stored(store: Store, env_id: str, *, reject: bool = False) -> StoredAu
     cache = Path(store.data_dir) / "envs-imported" / AUDIT_CACHE if real else None
     screen = stored_value(row["verification"], "report", "screen_strong")  # graded by its own evaluator
     out = StoredAudit(env_id, audit_env(env, strong=float(strong) if isinstance(strong, (int, float)) else None,
-                                        cache=cache,
+                                        cache=cache, sandbox=sandbox,
                                         screen_strong=float(screen) if isinstance(screen, (int, float)) else None))
+    verification = row["verification"]
+    if not real and isinstance(verification, dict) and isinstance(verification.get("report"), dict):
+        report: dict[str, Any] = dict(cast(dict[str, Any], verification["report"]))
+        report["audit"] = out.report.to_dict()
+        store.envs.update(env_id, verification={**verification, "report": report})
     if not real and (env.public / "train.csv").is_file() and (env.public / "test.csv").is_file():
         test = read_frame(env.public / "test.csv", env.grade.id_column)
         media = next(iter(media_columns(test, env.public)), None)

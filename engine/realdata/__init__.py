@@ -6,6 +6,7 @@ documentation), scikit-learn's and statsmodels' bundled sets.
 - :mod:`.profile` — what kind each column is (numeric, binary, category, text, datetime, identifier);
 - :mod:`.catalog` — every installed dataset with its profile and documentation, built once and cached;
 - :mod:`.heldout` — the datasets reserved for evaluation (``heldout.toml``), and the guard that refuses them;
+- :mod:`.copies` — copies of one dataset inside another, found by their rows (the guard's, the catalog's duplicates);
 - :mod:`.prose` — how much a text column reads like prose (function-word pairs).
 
 The data are the packages' (the R packages' data mostly under the GPL): environments are built from them at run

@@ -1,9 +1,11 @@
 """The held-out list: real datasets reserved for evaluation (``heldout.toml``, shipped with the package). The real
 held-out suite is built from exactly these; everything that makes training data must refuse them:
 
-- :func:`reserved` — whether a dataset is one of them: its key or an alias, or a copy recognized by its values
-  (a catalog entry with about the same rows and at least three of the held-out dataset's numeric columns, same
-  mean, spread and range: iris under R's names, Boston housing inside ``Hedonic``);
+- :func:`reserved` — whether a dataset is one of them: its key or an alias, or a copy recognized by its rows
+  (:mod:`.copies`: most of the smaller one's rows inside the other over columns matched by their values — iris
+  under R's names, ``Ecdat/Hmda`` holding ``AER/HMDA`` and one row more, ``heplots/peng`` the complete rows of
+  ``palmerpenguins/penguins``). The aliases list the copies found so, so that they are refused even where no
+  catalog is at hand (a scenario's ``source_dataset``, checked by name);
 - :func:`program_mentions` — whether a generator program (an LLM's) loads one of them by name.
 """
 
@@ -16,16 +18,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from .catalog import relation
 from .sources import SOURCES, DatasetError, DatasetRef
 
 if TYPE_CHECKING:
     from .catalog import Catalog, Entry
 
 TASKS = ("binary", "multiclass", "regression")
-#: rows may differ this much (a copy that dropped a few incomplete rows) …
-COPY_ROWS = 0.02
-#: … when at least this many numeric columns agree exactly in mean, sd, min and max (or all of them, if fewer)
-COPY_COLUMNS = 3
 
 
 @dataclass(frozen=True)
@@ -70,47 +69,24 @@ def reserved_keys() -> frozenset[str]:
     return frozenset(k for e in heldout() for k in e.keys)
 
 
-def _moments(entry: "Entry") -> set[tuple[float, ...]]:
-    return {tuple(c.moments) for c in entry.columns if c.moments and c.kind in ("numeric", "binary")}
-
-
-def _held_moments(catalog: "Catalog") -> list[tuple[str, int, set[tuple[float, ...]]]]:
-    out = []
-    for held in heldout():
-        other = catalog.get(held.ref)
-        if other is not None:
-            out.append((other.key, other.rows, _moments(other)))
-    return out
+def copies(catalog: "Catalog") -> dict[str, str]:
+    """Every catalog entry that is a copy by its rows (:attr:`Catalog.copies`) of a held-out dataset or of one of
+    its aliases → that held-out dataset (computed once per catalog)."""
+    cached = getattr(catalog, "_heldout_copies", None)
+    if cached is None:
+        owner = {k: held.ref.key for held in heldout() for k in held.keys}
+        cached = {}
+        for small, big, *_ in relation(catalog):
+            for mine, other in ((small, big), (big, small)):
+                if other in owner and owner[other] != mine:
+                    cached.setdefault(mine, owner[other])
+        setattr(catalog, "_heldout_copies", cached)
+    return cached
 
 
 def copy_of(entry: "Entry", catalog: "Catalog") -> str | None:
-    """The held-out dataset ``entry`` is a copy of, judged by its values (``None``: not a copy)."""
-    return _copy_of(entry, _held_moments(catalog))
-
-
-def _copy_of(entry: "Entry", held: list[tuple[str, int, set[tuple[float, ...]]]]) -> str | None:
-    mine: set[tuple[float, ...]] | None = None
-    for key, rows, theirs in held:
-        if key == entry.key or abs(rows - entry.rows) > COPY_ROWS * rows or not theirs:
-            continue
-        mine = _moments(entry) if mine is None else mine
-        if len(mine & theirs) >= min(COPY_COLUMNS, len(theirs)):
-            return key
-    return None
-
-
-def copies(catalog: "Catalog") -> dict[str, str]:
-    """Every catalog entry that is a copy of a held-out dataset → that dataset (computed once per catalog)."""
-    cached = getattr(catalog, "_heldout_copies", None)
-    if cached is None:
-        held = _held_moments(catalog)
-        cached = {}
-        for entry in catalog:
-            original = _copy_of(entry, held)
-            if original:
-                cached[entry.key] = original
-        setattr(catalog, "_heldout_copies", cached)
-    return cached
+    """The held-out dataset ``entry`` (of ``catalog``) is a copy of, judged by its rows (``None``: not a copy)."""
+    return copies(catalog).get(entry.key)
 
 
 def reserved(ref: DatasetRef | str, catalog: "Catalog | None" = None) -> str | None:

@@ -303,8 +303,10 @@ class SandboxBackend(abc.ABC):
     default_limits: Limits  #: what a run gets when it names no limits
 
     @abc.abstractmethod
-    def open(self, source: Path | None = None, *, label: str | None = None) -> Workspace:
-        """A fresh workspace holding a copy of ``source`` (an environment's public/ dir, or any folder)."""
+    def open(self, source: Path | None = None, *, label: str | None = None, profile: str = "agent") -> Workspace:
+        """A fresh workspace holding a copy of ``source`` (an environment's public/ dir, or any folder). Its runs
+        hide the data packages (``profile="agent"``, :mod:`engine.sandbox.hide`) unless it is a generator
+        program's workspace (``profile="generator"``), which loads its real dataset by name."""
 
     @property
     def isolation_note(self) -> str:

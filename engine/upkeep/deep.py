@@ -1,5 +1,6 @@
 """``sandmle doctor --deep``: the store's integrity, every verified environment's files against their stored
-hashes, boards that are not a population of distinct independent solutions (the 9-entry board environments were
+hashes, environments audited before the lookup probe (can agent code find the test rows in a dataset its sandbox
+reads?), boards that are not a population of distinct independent solutions (the 9-entry board environments were
 stored with before, or a population board of an older version -- ``population-1`` counted copies as entries:
 ``sandmle envs reboard``), folders no row points at, and the leftovers of killed processes (:mod:`.leftovers`; on
 a Docker daemon that answers, also the containers and volumes labelled ``sandmle`` whose process has ended).
@@ -8,6 +9,7 @@ what to do."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from store import Store, sha256_file
 from store.envs import EnvFile, EnvironmentRow
 
 from ..envs.layout import AUDIT_CACHE, BUILD_PREFIX, board_of, board_outdated
+from ..grading.audit.lookup import LOOKUP_VERSION
 from ..sandbox import docker
 from . import leftovers
 from .leftovers import Finding, remove_folder
@@ -25,8 +28,8 @@ ENV_FOLDERS = ("envs", "envs-imported")
 
 def deep_check(store: Store, *, repair: bool = False) -> list[Finding]:
     """Every problem found (repaired ones marked so when ``repair``)."""
-    findings = [*_integrity(store), *_env_files(store), *_boards(store), *_orphan_folders(store), *leftovers.find(store),
-                *_docker_leftovers()]
+    findings = [*_integrity(store), *_env_files(store), *_boards(store), *_lookups(store), *_orphan_folders(store),
+                *leftovers.find(store), *_docker_leftovers()]
     if repair:
         for finding in findings:
             finding.repair()
@@ -58,6 +61,39 @@ def _boards(store: Store) -> list[Finding]:
                 else "it has no board")
         out.append(Finding("environment boards", env["id"], f"{what}: medals and the rank there measure nothing "
                            f"independent (`sandmle envs reboard {env['id']}` rebuilds it as a population board)"))
+    return out
+
+
+def stored_audit(store: Store, env: EnvironmentRow) -> dict | None:
+    """An environment's last exploit audit: in its verification report (synthesized, added, reaudited), else in
+    the audit cache beside the imported copies (a real competition, a task of the real suite)."""
+    verification = env.get("verification") or {}
+    report = verification.get("report") if isinstance(verification, dict) else None
+    audit = (report or {}).get("audit") if isinstance(report, dict) else None
+    if isinstance(audit, dict):
+        return audit
+    cached = Path(store.data_dir) / "envs-imported" / AUDIT_CACHE / f"{env['id']}.json"
+    try:
+        data = json.loads(cached.read_text())
+        return data.get("report") if isinstance(data, dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _lookups(store: Store) -> list[Finding]:
+    """Verified environments audited before the lookup probe existed (or by an older one): whether agent code can
+    find their test rows in a dataset its sandbox reads was never asked (``sandmle envs audit`` asks it)."""
+    out = []
+    for env in store.envs.list(status="verified"):
+        audit = stored_audit(store, env)
+        lookup = audit.get("lookup") if isinstance(audit, dict) else None
+        version = lookup.get("version") if isinstance(lookup, dict) else None
+        if not isinstance(version, int) or version < LOOKUP_VERSION:
+            what = "never audited" if audit is None else (
+                "audited before the lookup probe existed" if lookup is None else
+                f"audited by lookup probe version {version} (now {LOOKUP_VERSION})")
+            out.append(Finding("environment audits", env["id"], f"{what}: can agent code look its answers up in a "
+                               f"dataset its sandbox reads? (`sandmle envs audit {env['id']}` asks)"))
     return out
 
 

@@ -31,6 +31,7 @@ from engine.synthesis.solutions import with_solution_imports
 from engine.synthesis.usage import usage_summary
 
 from .common import Context, emit_json, json_option, note, pass_ctx, progress, table, wide_option
+from .sandbox_options import sandbox_options
 
 
 @click.group()
@@ -109,8 +110,8 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
     usage = usage_summary(attempts)
     if as_json:
         emit_json({**row, "leaderboard": board, "files": store.envs.files(env_id), "usage": usage,
-                   "attempts": [{k: a[k] for k in ("role", "attempt", "verdict", "feedback", "usage", "wall_s")}
-                                for a in attempts]})
+                   "attempts": [{**{k: a[k] for k in ("role", "attempt", "verdict", "feedback", "usage", "wall_s")},
+                                 **({"log": a["output"]} if a["verdict"] == "error" else {})} for a in attempts]})
         return
     direction = "lower" if row["lower_is_better"] else "higher"
     click.echo(f"{row['id']}: {_v(row['title'])}")
@@ -146,6 +147,11 @@ def show(ctx: Context, env_id: str, as_json: bool, wide: bool) -> None:
         click.echo("\nsynthesis history:")
         table([(a["role"], a["attempt"], a["verdict"], (a["feedback"] or "").replace("\n", " ")) for a in attempts],
               ["role", "try", "verdict", "feedback"], wide=wide)
+    for a in (a for a in attempts if a["verdict"] == "error" and a["output"]):  # a step that raised: its log
+        lines = str(a["output"]).rstrip().splitlines()
+        click.echo(f"\n{a['role']} #{a['attempt']} raised (the last lines of its traceback; all of it: --json, "
+                   "attempts[].log):")
+        click.echo("\n".join("  " + line for line in lines[-8:]))
 
 
 @envs.command("add")
@@ -322,20 +328,30 @@ def delete(ctx: Context, env_id: str, as_json: bool) -> None:
 @envs.command("audit")
 @click.argument("selector", required=False)
 @click.option("--reject", is_flag=True, help="Mark each environment with a finding rejected (files and rows stay).")
+@sandbox_options()
 @json_option("every environment's audit")
 @pass_ctx
-def audit(ctx: Context, selector: str | None, reject: bool, as_json: bool) -> None:
-    """Rerun the exploit audit (and the verifier's leakage probes) on stored environments: one line per finding,
-    exit 1 when any is found. SELECTOR as in `eval --envs` (env ids, split:NAME, seed:ID, all, real;
-    default: every verified environment)."""
-    results = [audit_stored(ctx.store, env_id, reject=reject) for env_id in stored_ids(ctx.store, selector)]
+def audit(ctx: Context, selector: str | None, reject: bool, sandbox_backend: str | None, isolation: str | None,
+          memory_mb: int | None, max_procs: int | None, timeout_s: float | None, as_json: bool) -> None:
+    """Rerun the exploit audit (and the verifier's leakage probes) on stored environments, with the lookup probe:
+    agent code in the sandbox searching every dataset it can read for the test rows. One line per environment
+    (what the probe read and found) and per finding; exit 1 when any is found. SELECTOR as in `eval --envs` (env
+    ids, split:NAME, seed:ID, all, real; default: every verified environment)."""
+    settings = load_settings().sandbox.override(backend=sandbox_backend, isolation=isolation, memory_mb=memory_mb,
+                                                max_procs=max_procs, timeout_s=timeout_s)
+    ids = stored_ids(ctx.store, selector)
+    with get_backend(store=ctx.store, settings=settings) as box:  # one line when it cannot start
+        results = []
+        for env_id in ids:
+            results.append(audit_stored(ctx.store, env_id, reject=reject, sandbox=box))
+            if not as_json:
+                click.echo(f"{env_id}: {results[-1].lookup_line}")
+                for line in results[-1].lines:
+                    click.echo(f"{env_id}: {line}")
     flagged = [r for r in results if r.lines]
     if as_json:
         emit_json([r.to_dict() for r in results])
     else:
-        for r in results:
-            for line in r.lines:
-                click.echo(f"{r.env_id}: {line}")
         marked = sum(r.rejected for r in results)
         click.echo(f"audited {len(results)} environment{'s' if len(results) != 1 else ''}: "
                    f"{len(flagged)} with findings ({sum(len(r.lines) for r in flagged)} in all)"

@@ -5,27 +5,43 @@ files, the grading spec and the bar, so a competition is audited once until it c
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import json
 from pathlib import Path
 
 from ...envs.layout import EnvSpec
+from ...config import load_settings
 from ...errors import ExploitFound
+from ...sandbox import SandboxBackend, get_backend
 from ..grade import env_thresholds
 from .files import file_hashes
+from .lookup import LOOKUP_VERSION, run_lookup
 from .report import AuditReport
 from .run import audit
 
 
+@functools.lru_cache(maxsize=1)
+def default_sandbox() -> SandboxBackend:
+    """The sandbox the settings name (``[sandbox]``), kept for this process: where the lookup probe runs when the
+    caller has none at hand (an imported competition, a folder given to eval). Runs are not recorded (no store)."""
+    backend = get_backend(settings=load_settings().sandbox)
+    atexit.register(backend.close)
+    return backend
+
+
 def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] | None = None,
-              cache: str | Path | None = None, screen_strong: float | None = None) -> AuditReport:
+              cache: str | Path | None = None, screen_strong: float | None = None,
+              sandbox: SandboxBackend | None = None, lookup: bool = True) -> AuditReport:
     """The audit of one environment folder against its leaderboard's bronze threshold (and ``strong``, where a
     reference solution was run; ``screen_strong``, its proxy score where the environment is graded by its own
-    evaluator); reused from ``cache`` while nothing it depends on changed."""
+    evaluator), with the lookup probe run as agent code in ``sandbox`` (default: the sandbox the settings name);
+    reused from ``cache`` while nothing it depends on changed."""
     th = env_thresholds(env)
     medal = th.bronze if th is not None else None
     key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), medal, strong, declared,
-                                     screen_strong, env.grade.evaluator_code],
+                                     screen_strong, env.grade.evaluator_code, lookup and LOOKUP_VERSION],
                                     sort_keys=True, default=str).encode()).hexdigest()
     path = Path(cache) / f"{env.id}.json" if cache is not None else None
     if path is not None and path.is_file():
@@ -35,7 +51,9 @@ def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] 
                 return AuditReport.from_dict(data["report"])
         except (ValueError, KeyError, TypeError):
             pass
-    report = audit(env.dir, env.grade, medal=medal, strong=strong, declared=declared, screen_strong=screen_strong)
+    found = run_lookup(env.dir, env.grade, sandbox or default_sandbox()) if lookup else None
+    report = audit(env.dir, env.grade, medal=medal, strong=strong, declared=declared, screen_strong=screen_strong,
+                   lookup=found)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "report": report.to_dict()}, default=str))

@@ -12,7 +12,8 @@ FALLBACK_SHARE = 0.8
 
 @dataclass
 class Finding:
-    kind: str  #: leak | undeclared | unaudited (too big to read) | error (the audit could not run: fails closed)
+    kind: str  #: leak | reachable (the test rows in a dataset the agent's sandbox reads) | undeclared |
+    #: unaudited (too big to read, or a lookup that did not finish) | error (the audit could not run: fails closed)
     file: str  #: relative to the environment folder: ``public/crm_export.json``
     column: str | None = None
     how: str = ""
@@ -22,6 +23,8 @@ class Finding:
     def line(self) -> str:
         if self.kind == "undeclared":
             return f"undeclared public file {self.file} ({self.how})"
+        if self.kind == "reachable":
+            return f"{self.how}: its answers can be looked up instead of learned"
         if self.kind in ("error", "unaudited"):
             what = "the audit could not run" if self.kind == "error" else f"{self.file} not audited"
             return f"{what} ({self.how}): not verified"
@@ -95,6 +98,8 @@ class AuditReport:
     declared: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    #: what the lookup probe saw from inside the agent's sandbox (engine.grading.audit.lookup), where it ran
+    lookup: dict[str, Any] | None = None
     #: the public files audited → their hash (not stored: a store path compares them to see what changed since)
     files: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -115,8 +120,9 @@ class AuditReport:
         return f"exploit audit: nothing found in {tried}{near}"
 
     def reason(self) -> str:
-        """The first finding (a leak before an undeclared file), as the one-line reason of a rejection."""
-        first = (self.leaks or self.findings)[0]
+        """The first finding (a leak, then a reachable source, before an undeclared file), as the one-line reason
+        of a rejection."""
+        first = (self.leaks or [f for f in self.findings if f.kind == "reachable"] or self.findings)[0]
         extra = len(self.findings) - 1
         return first.line() + (f" (+{extra} more finding{'s' if extra > 1 else ''})" if extra else "")
 

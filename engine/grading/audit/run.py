@@ -36,6 +36,7 @@ from .decode import Attempt, Pool, Target
 # the report, the declared files and the grid live in modules of their own; what callers import from here stays here
 from .files import STANDARD_FILES, changed_files, declare_all, declared_files, file_hashes, undeclared
 from .grid import LABEL_VIEW, Grid, _text_labels, constant_base, targets
+from .lookup import Lookup, lookup_findings
 from .report import Bar, AuditReport, Finding
 from .sources import MAX_BYTES, candidates
 from .trainside import TrainSide, _legit_leak
@@ -67,17 +68,19 @@ def _read_view(env_dir: Path, spec: GradeSpec) -> tuple[pd.DataFrame, Public]:
 
 def audit(env_dir: str | Path, spec: GradeSpec, *, medal: float | None = None, strong: float | None = None,
           only: set[str] | None = None, declared: list[str] | None = None,
-          screen_strong: float | None = None) -> AuditReport:
+          screen_strong: float | None = None, lookup: Lookup | None = None) -> AuditReport:
     """Try to recover the hidden answers of the environment in ``env_dir`` from its public files; the report's
     findings name each file and column that gives them away (an attempt that reaches ``medal``, the bronze threshold,
     or beats ``strong``,
     see :class:`Bar`) and each public file that ``declared`` (default: :func:`declared_files`) does not cover.
     ``only``: audit just these public files (paths relative to ``env_dir``), e.g. a description written after
     the rest was audited. An audit that cannot run is a finding too (it fails closed). ``screen_strong``: for an
-    environment graded by its own evaluator, the strong reference's score by its proxy metric (the screening bar)."""
+    environment graded by its own evaluator, the strong reference's score by its proxy metric (the screening bar).
+    ``lookup``: what the lookup probe found from inside the agent's sandbox (:func:`.lookup.run_lookup`): a dataset
+    holding the test rows is a finding (``reachable``), and its columns are tried as answers like a file's."""
     start = time.perf_counter()
     try:
-        return _audit(Path(env_dir), spec, Bars(medal, strong, screen_strong), only, declared)
+        return _audit(Path(env_dir), spec, Bars(medal, strong, screen_strong), only, declared, lookup)
     except Exception as exc:  # noqa: BLE001 - whatever stops the audit, the environment is not verified
         first = str(exc).splitlines()[0][:200] if str(exc) else ""
         return AuditReport(findings=[Finding("error", "", how=f"{type(exc).__name__}: {first}")],
@@ -95,7 +98,7 @@ class Bars:
 
 
 def _audit(env_dir: Path, spec: GradeSpec, bars: Bars, only: set[str] | None,
-           declared: list[str] | None) -> AuditReport:
+           declared: list[str] | None, lookup: Lookup | None = None) -> AuditReport:
     start = time.perf_counter()
     answers, view = _read_view(env_dir, spec)
     report = AuditReport(declared=declared if declared is not None else declared_files(env_dir, spec))
@@ -118,6 +121,10 @@ def _audit(env_dir: Path, spec: GradeSpec, bars: Bars, only: set[str] | None,
     report.bar = bar.to_dict()
     tgts = targets(screen, answers, view.train, grid)
     cands = list(candidates(view, _text_labels(screen, tgts), only))
+    if lookup is not None:
+        report.lookup = lookup.to_dict()
+        cands += lookup.candidates(view.test_ids)
+        report.findings += lookup_findings(lookup)
     report.candidates = len(cands)
     tried = _try(grid, tgts, cands, report)
 
