@@ -61,7 +61,8 @@ def test_envs_add_refuses_each_way_of_leaking_the_answers_with_the_file_and_colu
     assert res.code == 1 and "exploit audit: public/description.md column 'the token after each test id'" in res.out
     assert store.envs.count(status="verified") == 1
     audit = run_cli("envs", "audit")
-    assert audit.code == 0 and audit.out.strip() == "audited 1 environment: 0 with findings (0 in all)"
+    assert audit.code == 0 and findings(audit.out) == ["audited 1 environment: 0 with findings (0 in all)"]
+    assert "lookup probe: 0 datasets readable from data packages" in audit.out and "found in none" in audit.out
 
 
 @pytest.mark.slow
@@ -101,11 +102,11 @@ def test_envs_audit_lists_findings_exits_1_and_rejects(run_cli, store, tmp_path)
            "verification": {"report": {"means": {"strong": 0.78, "trivial": 0.5}}}}
     store.envs.add({**row, "id": "parts-1", "dir": str(folder)})
     clean = run_cli("envs", "audit", "parts-1")
-    assert clean.code == 0 and clean.out.strip() == "audited 1 environment: 0 with findings (0 in all)"
+    assert clean.code == 0 and findings(clean.out) == ["audited 1 environment: 0 with findings (0 in all)"]
     answers.rename(columns={"failed": "ref"}).to_csv(folder / "public" / "lookup.csv", index=False)
     res = run_cli("envs", "audit")
     assert res.code == 1
-    lines = res.out.strip().splitlines()
+    lines = findings(res.out)
     assert lines[0].startswith("parts-1: public/lookup.csv column 'ref' (its values) scores 1 on the hidden answers "
                                "(bronze 0.75, strong reference 0.78)")
     assert lines[1].startswith("parts-1: undeclared public file public/lookup.csv")
@@ -166,6 +167,11 @@ def test_envs_audit_reruns_the_verifiers_leakage_probes_too(run_cli, store, tmp_
     assert res.out.strip().endswith("audited 1 environment: 1 with findings (1 in all)")
 
 
+def findings(out: str) -> list[str]:
+    """`envs audit`'s lines but the one per environment that says what the lookup probe saw."""
+    return [line for line in out.strip().splitlines() if ": lookup probe: " not in line]
+
+
 def test_envs_audit_exits_1_on_a_file_too_big_to_audit(run_cli, store, tmp_path, monkeypatch):
     from engine.grading.audit import sources
 
@@ -184,6 +190,6 @@ def test_envs_audit_exits_1_on_a_file_too_big_to_audit(run_cli, store, tmp_path,
     monkeypatch.setattr(sources, "MAX_BYTES", 2048)
     res = run_cli("envs", "audit", "parts-1")
     assert res.code == 1, res.out
-    assert res.out.strip().splitlines() == [
+    assert findings(res.out) == [
         "parts-1: public/notes.txt not audited (larger than 2 KB and not a table, which is read in chunks): not verified",
         "audited 1 environment: 1 with findings (1 in all)"]

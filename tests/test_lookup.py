@@ -196,3 +196,21 @@ def test_a_probe_that_fails_or_cannot_finish_fails_closed(box, tmp_path):
     (env.public / "test.csv").write_bytes(good)
     report = audit(env.dir, env.grade, medal=0.9, lookup=broken)
     assert [f.how for f in report.findings if f.kind == "error" and f.file == "lookup probe"] == [broken.error]
+
+
+def test_a_description_quoting_the_source_rows_is_refused(box, tmp_path):
+    """Naming the source is allowed once it is out of reach; quoting its rows (a documentation's example table)
+    lets an agent rebuild the answers, and the probe reads description.md like any table in reach."""
+    from sklearn.datasets import load_wine
+
+    env = _wine_env(tmp_path / "wine")
+    quoted = load_wine(as_frame=True).frame.to_csv(sep="|", index=False)  # a table as markdown writes it
+    (env.public / "description.md").write_text("The data are the real dataset *wine* (scikit-learn).\n\n"
+                                               "## Its rows\n\n" + quoted + "\nScored by accuracy.\n")
+    found = run_lookup(env.dir, env.grade, box)
+    assert found.data_packages == 0
+    assert [(f.dataset, f.origin) for f in found.found] == [("description.md", "description")]
+    report = audit(env.dir, env.grade, medal=0.9, lookup=found)
+    assert ("reachable", "sandbox:description.md") in {(f.kind, f.file) for f in report.findings}
+    (env.public / "description.md").write_text("The data are the real dataset *wine* (scikit-learn).\n")
+    assert run_lookup(env.dir, env.grade, box).found == []  # naming it, out of reach: nothing to look up

@@ -17,7 +17,7 @@ from ...errors import ExploitFound
 from ...sandbox import SandboxBackend, get_backend
 from ..grade import env_thresholds
 from .files import file_hashes
-from .lookup import LOOKUP_VERSION, run_lookup
+from .lookup import probe_digest, run_lookup
 from .report import AuditReport
 from .run import audit
 
@@ -41,7 +41,7 @@ def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] 
     th = env_thresholds(env)
     medal = th.bronze if th is not None else None
     key = hashlib.sha256(json.dumps([file_hashes(env.dir), env.grade.to_dict(), medal, strong, declared,
-                                     screen_strong, env.grade.evaluator_code, lookup and LOOKUP_VERSION],
+                                     screen_strong, env.grade.evaluator_code, lookup and probe_digest()],
                                     sort_keys=True, default=str).encode()).hexdigest()
     path = Path(cache) / f"{env.id}.json" if cache is not None else None
     if path is not None and path.is_file():
@@ -54,7 +54,7 @@ def audit_env(env: EnvSpec, *, strong: float | None = None, declared: list[str] 
     found = run_lookup(env.dir, env.grade, sandbox or default_sandbox()) if lookup else None
     report = audit(env.dir, env.grade, medal=medal, strong=strong, declared=declared, screen_strong=screen_strong,
                    lookup=found)
-    if path is not None:
+    if path is not None and not any(f.kind == "error" for f in report.findings):  # a failure is tried again
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"key": key, "report": report.to_dict()}, default=str))
     return report

@@ -58,6 +58,12 @@ def probe_source(name: str) -> str:
     return resources.files(__package__).joinpath("probe", name).read_text(encoding="utf-8")
 
 
+def probe_digest() -> str:
+    """The probe's version and source, hashed: a cached audit is rerun when either changes."""
+    text = str(LOOKUP_VERSION) + "".join(probe_source(n) for n in PROBE_FILES)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def probe_program() -> str:
     return probe_source(PROBE_FILES[0])
 
@@ -215,7 +221,7 @@ def run_lookup(env_dir: str | Path, spec: GradeSpec, sandbox: SandboxBackend, *,
         return Lookup(error=f"{res.status}: {tail[-1] if tail else 'no output'}"[:300], run_id=res.run_id)
     data = json.loads(raw)
     ids = pd.Index(norm_keys(pd.Series(data["ids"], dtype=object)))
-    if data.get("tried") and data.get("failed") == data["tried"]:  # every table's matching raised: a broken probe
+    if data.get("tried", 0) >= 3 and data.get("failed") == data["tried"]:  # every table raised: a broken probe
         return Lookup(readable=data["readable"], error=f"the match raised on every table ({data['failed']}): "
                                                       f"{data.get('first_failure', '')}", run_id=res.run_id)
     out = Lookup(readable=data["readable"], examples=data.get("examples", {}), failed=int(data.get("failed", 0)),

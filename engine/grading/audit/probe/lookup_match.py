@@ -30,7 +30,10 @@ def numeric(values):
 
 
 def text(values):
-    return values.astype("string").str.strip().str.lower()
+    """Values as normalized text, an object array with None where missing (never pandas' NA, whose comparisons
+    raise)."""
+    out = values.astype("string").str.strip().str.lower()
+    return np.array([None if v is pd.NA else v for v in out], dtype=object)
 
 
 class Test:
@@ -47,7 +50,7 @@ class Test:
             if x.notna().mean() >= 0.9 and x.nunique() > 1:
                 self.num[c] = x.to_numpy()
             elif feats[c].nunique() > 1:
-                self.txt[c] = text(feats[c]).to_numpy(dtype=object)
+                self.txt[c] = text(feats[c])
 
 
 # --------------------------------------------------------------------------------------------- matching
@@ -228,7 +231,7 @@ def match(test, frame, budget_end):
         s = numeric(frame[c])
         if s.notna().mean() >= 0.5 and s.nunique() > 1:
             fnum[c] = s.to_numpy()
-    ftxt = {c: text(frame[c]).to_numpy(dtype=object) for c in frame.columns if frame[c].nunique() > 1}
+    ftxt = {c: text(frame[c]) for c in frame.columns if frame[c].nunique() > 1}
     wanted = len(test.num) + len(test.txt)
     need = min(3, wanted)
     seeds = sorted((c for c, x in test.num.items() if len(np.unique(x)) >= max(ANCHOR_DISTINCT, 0.5 * test.n)),
