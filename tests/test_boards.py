@@ -116,7 +116,12 @@ def test_the_audit_judges_at_bronze_with_no_false_alarm_on_every_shipped_seed(sw
             assert audit["findings"] == [] and audit["attempts"] > 0 and audit["candidates"] > 0, env["id"]
             assert audit["bar"]["medal"] == env["thresholds"]["bronze"] and audit["bar"]["tier"] == "bronze"
         res = cli_runner(capsys)("envs", "audit")
-    assert res.code == 0 and res.out.strip() == "audited 24 environments: 0 with findings (0 in all)"
+    lines = res.out.strip().splitlines()
+    assert res.code == 0 and lines[-1] == "audited 24 environments: 0 with findings (0 in all)"
+    # one lookup line per environment: agent code in its sandbox reads no data package and finds no test row
+    assert sorted(line.split(":")[0] for line in lines[:-1]) == sorted(env["id"] for env in envs)
+    for line in lines[:-1]:
+        assert ": lookup probe: 0 datasets readable from data packages" in line and "found in none" in line, line
 
 
 def test_a_bar_at_bronze_finds_what_a_bar_at_gold_lets_through():
