@@ -40,6 +40,8 @@ def test_bench_reruns_quick_writes_both_recipes_with_their_spread(run_cli, home)
     assert r.code == 0, r.err
     data = json.loads((home / "bench" / "reruns.json").read_text())
     assert data["name"] == "reruns" and data["machine"]["cpus"] and data["date"]
+    # the load beside the figures, at the start and at the end, and the run's own wall time
+    assert len(data["load"]["start"]) == len(data["load"]["end"]) == 3 and data["wall_s"] > 0
     assert [row["recipe"] for row in data["rows"]] == ["quickstart", "skill-0.7"]
     for row in data["rows"]:
         assert row["rerun"] == 1 and row["seed"] == 0 and row["examples"] >= 1

@@ -10,6 +10,7 @@ import importlib
 import json
 import os
 import platform
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -86,13 +87,24 @@ def run_benchmark(name: str, store: Store, results_dir: Path | None = None, **op
     module = importlib.import_module(BENCHMARKS[name])
     out_dir = Path(results_dir) if results_dir else Path(store.data_dir) / "bench"
     out_dir.mkdir(parents=True, exist_ok=True)
+    load_start, started = _load(), time.monotonic()
     result: BenchResult = module.run(store, results_dir=out_dir, **options)
     path = out_dir / (f"{name}-{result.variant}.json" if result.variant else f"{name}.json")
-    written = result.to_dict()
+    # the machine's load beside the figures: other work on a shared machine understates speeds 2-5x
+    written = {**result.to_dict(), "wall_s": round(time.monotonic() - started, 1),
+               "load": {"start": load_start, "end": _load(), "cpus": os.cpu_count()}}
     if results_dir is not None:  # a result file outside the data dir (benchmarks/results) names no path of this machine
         written = _without_data_dir(written, str(store.data_dir))
     path.write_text(json.dumps(written, indent=2, default=str) + "\n")
     return result, path
+
+
+def _load() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (None where the system has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
 
 
 def _without_data_dir(value: Any, data_dir: str) -> Any:

@@ -46,7 +46,7 @@ from ..agents.templates import Choice
 from ..envs.layout import EnvSpec
 from ..errors import SandmleError
 from ..eval.constants import cache_dir, constants_of
-from ..eval.realsuite import build_suite, suite_envs
+from ..eval.realsuite import build_suite, suite_entries, suite_envs
 from ..eval.run import EvalReport, run_eval
 from ..inference.base import SamplerError
 from ..models.adapters import final_adapter
@@ -559,7 +559,7 @@ def _notes(plan: LearnPlan, plan_name: str | None, sampler: str, seeds: list[int
         "best constant: every one of the 32 options run as a constant policy on the same tasks (one run "
         "per option and task: deterministic), chosen and rated on exactly the pairs compared; per-task oracle: "
         "the best option of each task",
-        f"real: the real held-out suite (engine/realdata/heldout.toml: {plan.real_tasks or 'all 30'}), "
+        f"real: the real held-out suite (engine/realdata/heldout.toml: {plan.real_tasks or f'all {len(suite_entries())}'}), "
         f"RNG seeds {', '.join(map(str, plan.real_eval_seeds))}; its boards are built once in the user's data dir",
         f"plan {plan_name or 'full'}: environments from the {plan.backend} synthesis backend; react demonstrations "
         f"by {', '.join(plan.teachers)}; react episodes of {plan.react_turns} turns",
