@@ -20,7 +20,8 @@ from .backends.procedural import ProceduralBackend
 from .blueprint import analyze
 from .contracts import Blueprint, ContractError, GeneratorProgram
 from .draft import Draft
-from .pipeline import EnvOutcome, Synthesizer
+from .attempts import EnvOutcome
+from .pipeline import Synthesizer
 from .realized import metric_problems
 from .reviewer import review
 from .solutions import with_solution_imports

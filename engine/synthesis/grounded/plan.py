@@ -7,13 +7,22 @@ shortfall), a column that alone gives the target away dropped (a tree on it alon
 sizes drawn, and a trial run (:func:`trial`): the program's own micro sample at two seeds, a plain model against a
 constant, so a source whose target these rows cannot learn (or learn perfectly) is passed over before the sandbox
 is ever asked.
+
+A dataset that does not fit is refused with a named reason (:class:`Refused`, one of :data:`REASONS`), never an
+exception: real data bring any column name (``self``, ``class``, ``1990``, ``x.y``, unicode, duplicates) and any
+values (all missing, constant, mixed types, infinities, huge integers, dates as text, a single class), and the
+names are data throughout — looked up, sanitized once into the task's names (the mapping kept in the plan:
+:func:`name_map`), never passed as identifiers or keyword arguments.
 """
 
 from __future__ import annotations
 
+import keyword
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ...errors import GradingError, SynthesisError
 from ...grading.metrics import get_metric
@@ -34,24 +43,67 @@ LEAK_SCORE = 0.93
 #: of its strong reference, with a bootstrap interval above 0)
 TRIAL_GAP = 0.05
 
+#: why a dataset and target make no plan (the names a refusal, the catalog sweep and docs/synthesis.md use)
+REASONS = {
+    "target": "its target column does not give the seed's kind of target (levels, shares or bands it needs)",
+    "features": "too few usable feature columns of the kinds the seed needs",
+    "rare-class": "a class holds fewer than 8 usable rows",
+    "rows": "too few usable rows (with a target, not duplicated) for a micro task",
+    "leaky": "in every draw a column alone gave the target away",
+    "not-learnable": "a plain model does not beat the constant on the program's own micro sample",
+    "saturated": "a plain model scores near the metric's best on the program's own micro sample",
+    "trial-failed": "the trial could not run on the micro sample (a class too rare to split, a model that fails)",
+}
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A dataset and target that make no plan: one of :data:`REASONS` and a line that says what was found."""
+
+    reason: str
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise ValueError(f"unknown refusal reason {self.reason!r}")
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.detail}" if self.detail else self.reason
+
+
+#: names a task column never takes as they are: Python's keywords and ``self`` (code that passes a name as a
+#: keyword argument, ``DataFrame.assign(**{name: ...})`` or ``Bunch(**{name: ...})``, breaks on ``self``; an agent's
+#: ``row.class`` on a keyword). The name gets ``_col``; the source's own name stays in the description.
+RESERVED_NAMES = frozenset({*keyword.kwlist, "self"})
+
+
+def task_name(name: str, taken: set[str] | None = None) -> str:
+    """The task's name for a source's column (or class, or derived column): :func:`~engine.realdata.sanitize`d
+    once (``^[A-Za-z_][A-Za-z0-9_]{0,39}$``: dots, spaces and unicode become ``_``, a leading digit gets ``x``), a
+    reserved name (:data:`RESERVED_NAMES`) suffixed, then numbered if ``taken`` has it."""
+    out = sanitize(str(name))
+    if out in RESERVED_NAMES or out.lower() == "self":
+        out = out[:36] + "_col"
+    return sanitize(out, taken) if taken is not None else out
+
 
 def _as_text(values: Any) -> Any:
     return template().as_text(values)
 
 
 def _class_label(value: Any, taken: set[str]) -> str:
-    return sanitize(str(value), taken)
+    return task_name(str(value), taken)
 
 
 def target_spec(option: TargetOption, frame: Any, blueprint: Blueprint, rng: np.random.Generator,
-                names: set[str]) -> tuple[dict[str, Any], list[Any] | None, str] | None:
-    """The program's target spec, the classes and a phrase for the title; None when the data do not allow it."""
+                names: set[str]) -> tuple[dict[str, Any], list[Any] | None, str] | Refused:
+    """The program's target spec, the classes and a phrase for the title; refused when the data do not allow it."""
     import pandas as pd  # heavy
 
     task, k = blueprint.task_type, blueprint.n_classes
     col = option.columns[0]
     if option.how == "numeric":
-        tnames = [sanitize(c, names) for c in option.columns]
+        tnames = [task_name(c, names) for c in option.columns]
         phrase = " and ".join(tnames)
         if len(tnames) == 1 and option.meaning != option.columns[0] and len(option.meaning) <= 60:
             phrase = f"{tnames[0]} ({option.meaning.rstrip('.')})"
@@ -65,32 +117,36 @@ def target_spec(option: TargetOption, frame: Any, blueprint: Blueprint, rng: np.
             share = counts / max(1, len(values))
             keep = [t for t in counts.index if 0.05 <= share[t] <= 0.7][:k]
             if len(keep) != k or share.get(keep[0], 0) >= 0.99:
-                return None
-            labels = [{"name": sanitize(t.lower(), names), "from": col, "token": t, "sep": sep} for t in keep]
+                return Refused("target", f"{len(keep)} labels listed in {col!r} hold 5-70% of rows; the seed "
+                                         f"needs {k}")
+            labels = [{"name": task_name(t.lower(), names), "from": col, "token": t, "sep": sep} for t in keep]
         else:
             if len(option.columns) < k:
-                return None
+                return Refused("target", f"{len(option.columns)} flag columns; the seed needs {k}")
             chosen = [option.columns[i] for i in sorted(rng.choice(len(option.columns), size=k, replace=False))]
             labels = []
             for c in chosen:
                 vals = _as_text(frame[c]).dropna().value_counts()
-                labels.append({"name": sanitize(c, names), "from": c, "positive": str(vals.index[-1])})
+                if len(vals) < 2:
+                    return Refused("target", f"the flag column {c!r} holds {len(vals)} value(s) in the rows")
+                labels.append({"name": task_name(c, names), "from": c, "positive": str(vals.index[-1])})
         return {"how": "labels", "labels": labels}, [0, 1], f"{k} flags of {col}"
-    name = sanitize(col, names)
+    name = task_name(col, names)
     if option.how == "bins":
         x = template().numeric(frame[col]).dropna()
         if option.threshold is not None:
             q = float(rng.choice([0.5, 0.6, 0.7, 0.75]))
             cut = float(x.quantile(q))
             if not (0.1 <= float((x > cut).mean()) <= 0.6):
-                return None
-            name = sanitize(f"{col}_high", names)
+                return Refused("target", f"{float((x > cut).mean()):.0%} of {col!r} lies above its "
+                                         f"{q:.0%} quantile (10-60% needed)")
+            name = task_name(f"{col}_high", names)
             return ({"how": "bins", "from": col, "name": name, "cuts": [cut]}, [0, 1],
                     f"whether {col} is above {cut:.4g}")
         cuts = sorted({float(v) for v in x.quantile(np.linspace(0, 1, k + 1)[1:-1])})
         if len(cuts) != k - 1:
-            return None
-        name = sanitize(f"{col}_band", names)
+            return Refused("target", f"{col!r} cannot be cut into {k} equal-count bands (ties)")
+        name = task_name(f"{col}_band", names)
         bands: list[Any] = list(range(1, k + 1)) if task == "ordinal" else [f"band_{i}" for i in range(1, k + 1)]
         return {"how": "bins", "from": col, "name": name, "cuts": cuts}, bands, f"the {k}-band level of {col}"
     values = _as_text(frame[col]).dropna()
@@ -100,34 +156,38 @@ def target_spec(option: TargetOption, frame: Any, blueprint: Blueprint, rng: np.
             shares = counts / counts.sum()
             fit = [v for v in shares.index if 0.15 <= shares[v] <= 0.5]
             if not fit:
-                return None
+                return Refused("target", f"no level of {col!r} holds 15-50% of its rows")
             pos = str(fit[int(rng.integers(len(fit)))])
-            tname = sanitize(f"is_{pos.lower()}", names)
+            tname = task_name(f"is_{pos.lower()}", names)
             return ({"how": "levels", "from": col, "name": tname, "values": [[], [pos]], "rest": 0}, [0, 1],
                     f"whether {col} is {pos}")
         levels = sorted(counts.index, key=lambda v: (-counts[v], str(v)))[:2]
+        if len(levels) < 2:
+            return Refused("target", f"{col!r} holds {len(levels)} level(s) in the rows; two are needed")
         pos = levels[1]  # the rarer level is the positive class
         return ({"how": "levels", "from": col, "name": name, "values": [[str(levels[0])], [str(pos)]]}, [0, 1],
                 f"whether {col} is {pos}")
     lo, hi = class_band(k)
     m = min(len(counts), hi, MAX_CLASSES) if k > EXACT_CLASSES else k
     if len(counts) < max(lo, m) or m > MAX_CLASSES:
-        return None
+        return Refused("target", f"{col!r} holds {len(counts)} levels; the seed needs {max(lo, m)}"
+                                 + (f" to {MAX_CLASSES}" if m > MAX_CLASSES else ""))
     keep = sorted(counts.index[:m], key=str)
     if counts[keep].min() < 8:
-        return None
+        return Refused("rare-class", f"a level of {col!r} among its {m} most frequent holds "
+                                     f"{int(counts[keep].min())} rows")
     if task == "ordinal":
         nums = pd.to_numeric(pd.Series(keep), errors="coerce")
         if nums.isna().any():
-            return None
+            return Refused("target", f"the levels of {col!r} are not numbers, so they have no order")
         keep = [v for _, v in sorted(zip(nums, keep))]
         classes: list[Any] = list(range(1, len(keep) + 1))
     else:
         label_names: set[str] = set()
         nums = pd.to_numeric(pd.Series(keep), errors="coerce")
-        if nums.notna().all() and (nums == nums.round()).all():
+        if nums.notna().all() and (nums == nums.round()).all() and nums.nunique() == len(keep):
             classes = [int(v) for v in nums]
-        else:
+        else:  # labels (levels "1" and "1.0" are two levels, not one number twice)
             classes = [_class_label(v, label_names) for v in keep]
     return ({"how": "levels", "from": col, "name": name, "values": [[str(v)] for v in keep]}, classes,
             f"{col}" + ("" if m == len(counts) else f" (its {m} most frequent levels)"))
@@ -158,45 +218,47 @@ def _derived(real: list[ColumnProfile], n: int, rng: np.random.Generator,
     for j in rng.permutation(len(ideas))[:n]:
         idea = dict(ideas[int(j)])
         base = "_".join(sanitize(x) for x in idea["of"])[:28]
-        idea["name"] = sanitize(f"{idea['derive']}_{base}", names)
+        idea["name"] = task_name(f"{idea['derive']}_{base}", names)
         idea["kind"] = "numeric"
         out.append(idea)
     for i in range(n - len(out)):
-        out.append({"derive": "noise", "name": sanitize(f"noise_{i + 1}", names), "kind": "numeric",
+        out.append({"derive": "noise", "name": task_name(f"noise_{i + 1}", names), "kind": "numeric",
                     "what": "random noise (standard normal), unrelated to the target"})
     return out
 
 
 def columns_for(entry: Entry, blueprint: Blueprint, option: TargetOption, rng: np.random.Generator,
-                names: set[str], drop: Sequence[str] = ()) -> list[dict[str, Any]] | None:
-    """The feature columns of the plan (real ones under sanitized names, then derived ones), or None."""
+                names: set[str], drop: Sequence[str] = ()) -> list[dict[str, Any]] | Refused:
+    """The feature columns of the plan (real ones under sanitized names, then derived ones), or why there are too
+    few."""
     pools = feature_pools(entry, [*option.columns, *drop])
     needs = _needs(blueprint)
     cols: list[dict[str, Any]] = []
     want, lo, hi = needs["text"]
     texts = _pick_columns(pools["text"], min(want, hi), entry, rng) if want else []
     if len(texts) < lo:
-        return None
+        return Refused("features", f"{len(texts)} prose column(s); the seed needs {lo}")
     for c in texts:
-        cols.append({"name": sanitize(c.name, names), "from": c.name, "kind": "text"})
+        cols.append({"name": task_name(c.name, names), "from": c.name, "kind": "text"})
     want, lo, hi = needs["numeric"]
     real = _pick_columns(pools["numeric"], min(want, len(pools["numeric"])), entry, rng)
     extra = derivable(len(real), want) if len(real) < want else 0
     if len(real) + extra < lo:
-        return None
+        return Refused("features", f"{len(real)} numeric column(s) and {extra} derivable; the seed needs {lo}")
     for c in real:
-        cols.append({"name": sanitize(c.name, names), "from": c.name,
+        cols.append({"name": task_name(c.name, names), "from": c.name,
                      "kind": "numeric" if c.kind == "numeric" else "binary"})
     want_c, lo_c, hi_c = needs["categorical"]
     cats = _pick_columns(pools["categorical"], min(want_c, len(pools["categorical"])), entry, rng)
     for c in cats:
-        cols.append({"name": sanitize(c.name, names), "from": c.name, "kind": "category"})
+        cols.append({"name": task_name(c.name, names), "from": c.name, "kind": "category"})
     short = max(0, lo_c - len(cats)) if want_c else 0
     numeric_real = [c for c in real if c.kind == "numeric"]
     if short > len(numeric_real):
-        return None
+        return Refused("features", f"{len(cats)} category column(s) and {len(numeric_real)} to band; the seed "
+                                   f"needs {lo_c}")
     for c in numeric_real[:short]:
-        cols.append({"derive": "bins", "of": [c.name], "name": sanitize(f"{c.name}_band", names), "kind": "category",
+        cols.append({"derive": "bins", "of": [c.name], "name": task_name(f"{c.name}_band", names), "kind": "category",
                      "what": "`{0}` in three bands (low, middle, high: its terciles)"})
     cols += _derived(real, extra, rng, names)
     return cols
@@ -210,13 +272,13 @@ def _fill_bins(cols: list[dict[str, Any]], frame: Any) -> None:
             c["cuts"], c["labels"] = cuts, ["low", "middle", "high"][: len(cuts) + 1]
 
 
-def leaky_columns(cfg: dict[str, Any], frame: Any) -> list[str]:
+def leaky_columns(cfg: dict[str, Any], frame: Any, prepared: Any = None) -> list[str]:
     """Source columns of features that alone recover the target (a depth-3 tree on the one column, on half the
     usable rows, scored on the other half)."""
     from sklearn.metrics import balanced_accuracy_score, r2_score  # heavy
     from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-    feats, y, cls = template().prepare(cfg, frame)
+    feats, y, cls = prepared if prepared is not None else template().prepare(cfg, frame)
     n = min(len(feats), 2000)
     idx = np.random.default_rng(0).permutation(len(feats))[:n]
     half = n // 2
@@ -242,7 +304,7 @@ def leaky_columns(cfg: dict[str, Any], frame: Any) -> list[str]:
                 pred = DecisionTreeRegressor(max_depth=3, random_state=0).fit(x[tr], yy[tr]).predict(x[te])
                 scores.append(r2_score(yy[te], pred))
         if scores and max(scores) >= LEAK_SCORE:
-            leaks.append(col.get("from") or col["of"][0])
+            leaks.append(col["from"] if "from" in col else col["of"][0])  # a source name may be ""
     return leaks
 
 
@@ -254,8 +316,9 @@ def _features(cfg: dict[str, Any]) -> Any:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    parts: list[Any] = [(c["name"], TfidfVectorizer(min_df=2, sublinear_tf=True), c["name"])
-                        for c in cfg["columns"] if c["kind"] == "text"]
+    # a step's name is an identifier to scikit-learn (``Bunch(**names)``): numbered, never the column's own name
+    parts: list[Any] = [(f"text{i}", TfidfVectorizer(min_df=2, sublinear_tf=True), c["name"])
+                        for i, c in enumerate(c for c in cfg["columns"] if c["kind"] == "text")]
     cats = [c["name"] for c in cfg["columns"] if c["kind"] == "category"]
     nums = [c["name"] for c in cfg["columns"] if c["kind"] in ("numeric", "binary")]
     if cats:
@@ -293,7 +356,7 @@ def _predict(cfg: dict[str, Any], spec: GradeSpec, train: Any, test: Any) -> Any
             logged = metric.non_negative
             model = make_pipeline(_features(cfg), Ridge(alpha=1.0)).fit(Xtr, np.log1p(y) if logged else y)
             pred = model.predict(Xte)
-            sub[t] = np.clip(np.expm1(pred), 0, None) if logged else pred
+            sub[t] = np.clip(np.expm1(np.minimum(pred, 700.0)), 0, None) if logged else pred  # no overflow
         return sub
     if task == "multilabel":
         for t in spec.prediction_columns:
@@ -304,10 +367,11 @@ def _predict(cfg: dict[str, Any], spec: GradeSpec, train: Any, test: Any) -> Any
     model = make_pipeline(_features(cfg), LogisticRegression(max_iter=500)).fit(Xtr, train[t].astype(str))
     labels = [str(c) for c in model.classes_]
     proba = model.predict_proba(Xte)
-    if metric.prediction == "proba":
-        for c in spec.prediction_columns:
-            sub[c] = proba[:, labels.index(str(c))] if str(c) in labels else 0.0
-        sub[spec.prediction_columns] = sub[spec.prediction_columns].clip(1e-6, 1)
+    if metric.prediction == "proba":  # every class's column at once (20+ columns inserted one by one are slow)
+        cols = list(spec.prediction_columns)
+        mat = np.column_stack([proba[:, labels.index(str(c))] if str(c) in labels else np.zeros(len(sub))
+                               for c in cols])
+        sub = pd.concat([sub, pd.DataFrame(np.clip(mat, 1e-6, 1), columns=cols, index=sub.index)], axis=1)
     elif metric.prediction == "value":
         sub[t] = proba[:, labels.index("1")] if "1" in labels else 0.0
     else:
@@ -317,7 +381,8 @@ def _predict(cfg: dict[str, Any], spec: GradeSpec, train: Any, test: Any) -> Any
     return sub
 
 
-def trial(cfg: dict[str, Any], frame: Any, seeds: Sequence[int] = (101, 202)) -> dict[str, Any]:
+def trial(cfg: dict[str, Any], frame: Any, seeds: Sequence[int] = (101, 202),
+          prepared: Any = None) -> dict[str, Any]:
     """What a plain model scores on the program's own micro sample, by the task's metric, against the sample
     submission (the constant the verifier's ladder starts from), at ``seeds``: ``ok`` when it beats the constant
     by :data:`TRIAL_GAP` of the metric's scale on every seed and is not near the metric's best (saturated)."""
@@ -327,7 +392,8 @@ def trial(cfg: dict[str, Any], frame: Any, seeds: Sequence[int] = (101, 202)) ->
     sign = -1.0 if metric.lower_is_better else 1.0
     gaps, scores = [], []
     for seed in seeds:
-        train, test, answers, sample = template().build(cfg, frame, seed, int(cfg["n_train"]), int(cfg["n_test"]))
+        train, test, answers, sample = template().build(cfg, frame, seed, int(cfg["n_train"]), int(cfg["n_test"]),
+                                                        prepared)
         answers = answers.astype({spec.id_column: str})
         constant = score_submission(spec, answers, sample.astype({spec.id_column: str}))
         score = score_submission(spec, answers, _predict(cfg, spec, train, test).astype({spec.id_column: str}))
@@ -337,10 +403,10 @@ def trial(cfg: dict[str, Any], frame: Any, seeds: Sequence[int] = (101, 202)) ->
     best = max(scores, key=lambda s: sign * s)
     saturated = metric.best is not None and abs(best - metric.best) < (0.01 if metric.bounded else 1e-9)
     return {"gap": round(min(gaps), 4), "score": round(float(best), 4), "metric": spec.metric,
-            "ok": min(gaps) >= TRIAL_GAP and not saturated}
+            "ok": min(gaps) >= TRIAL_GAP and not saturated, "saturated": bool(saturated)}
 
 
-def answer_columns(cfg: dict[str, Any], frame: Any, seed: int = 101) -> list[str]:
+def answer_columns(cfg: dict[str, Any], frame: Any, seed: int = 101, prepared: Any = None) -> list[str]:
     """Source columns of few values that alone — each value read as a label, the way the exploit audit reads them
     — score about as well as a plain model on the whole row: the answers could be read instead of learned."""
 
@@ -350,7 +416,8 @@ def answer_columns(cfg: dict[str, Any], frame: Any, seed: int = 101) -> list[str
     spec = GradeSpec(**cfg["grade"])
     metric = get_metric(spec.metric)
     sign = -1.0 if metric.lower_is_better else 1.0
-    train, test, answers, sample = template().build(cfg, frame, seed, int(cfg["n_train"]), int(cfg["n_test"]))
+    train, test, answers, sample = template().build(cfg, frame, seed, int(cfg["n_train"]), int(cfg["n_test"]),
+                                                    prepared)
     answers = answers.astype({spec.id_column: str})
     constant = score_submission(spec, answers, sample.astype({spec.id_column: str}))
     model = score_submission(spec, answers, _predict(cfg, spec, train, test).astype({spec.id_column: str}))
@@ -359,14 +426,15 @@ def answer_columns(cfg: dict[str, Any], frame: Any, seed: int = 101) -> list[str
         if col["kind"] == "text" or col.get("derive") == "noise" or train[col["name"]].nunique() > 20:
             continue
         one = {**cfg, "columns": [{**col, "kind": "category"}]}
-        tr = train.assign(**{col["name"]: train[col["name"]].astype(str)})
-        te = test.assign(**{col["name"]: test[col["name"]].astype(str)})
+        tr, te = train.copy(), test.copy()  # the name is a label: never a keyword (a column may be named self)
+        tr[col["name"]] = train[col["name"]].astype(str)
+        te[col["name"]] = test[col["name"]].astype(str)
         try:
             rule = score_submission(spec, answers, _predict(one, spec, tr, te).astype({spec.id_column: str}))
         except Exception:  # noqa: BLE001 - a column a plain model cannot use reads as no answer
             continue
         if sign * (rule - constant) > 0 and sign * (rule - model) >= -0.25 * abs(model - constant):
-            found.append(col.get("from") or col["of"][0])
+            found.append(col["from"] if "from" in col else col["of"][0])
     return found
 
 
@@ -382,25 +450,53 @@ def sizes(blueprint: Blueprint, usable: int, rng: np.random.Generator, k: int = 
 
 
 def plan(entry: Entry, option: TargetOption, blueprint: Blueprint, metric: str,
-         rng: np.random.Generator, *, id_in_test: bool = True) -> dict[str, Any] | None:
+         rng: np.random.Generator, *, id_in_test: bool = True, frame: Any = None) -> dict[str, Any] | None:
+    """The generator's CONFIG for ``entry`` with ``option`` as target, or None when the data do not fit after all
+    (:func:`make_plan` says why)."""
+    made = make_plan(entry, option, blueprint, metric, rng, id_in_test=id_in_test, frame=frame)
+    return None if isinstance(made, Refused) else made
+
+
+def source_frame(ref: DatasetRef) -> Any:
+    """The dataset as the generator program reads it: loaded by name, its column labels as text, each once."""
+    return template().source_columns(load(ref))
+
+
+def make_plan(entry: Entry, option: TargetOption, blueprint: Blueprint, metric: str,
+              rng: np.random.Generator, *, id_in_test: bool = True, frame: Any = None) -> dict[str, Any] | Refused:
     """The generator's CONFIG for ``entry`` with ``option`` as target (grading spec and description left to the
-    grader and the describer), or None when the data do not fit after all (too few usable rows or classes, a
-    target these rows cannot learn, or learn perfectly)."""
+    grader and the describer), or why the data do not fit after all (:class:`Refused`: too few usable rows or
+    classes, a target these rows cannot learn, or learn perfectly). ``frame``: the dataset already read
+    (:func:`source_frame`; a sweep reads each dataset once), else it is read here. A held-out dataset raises
+    :class:`~engine.errors.SynthesisError`, whoever calls."""
+    # the plan fits hundreds of tiny models (a few hundred rows): BLAS threads only contend for the cores, 3-7x
+    # slower on a loaded 2-core machine (psych/bfi for a binary seed at load average 9: 18-36 s with 2 threads,
+    # 5.3-6.3 s with 1). The limit holds for the libraries loaded when it is set: scikit-learn's (and scipy's
+    # BLAS) first, heavy
+    import sklearn.linear_model  # noqa: F401
+
+    with threadpool_limits(limits=1):
+        return _make_plan(entry, option, blueprint, metric, rng, id_in_test=id_in_test, frame=frame)
+
+
+def _make_plan(entry: Entry, option: TargetOption, blueprint: Blueprint, metric: str,
+               rng: np.random.Generator, *, id_in_test: bool, frame: Any) -> dict[str, Any] | Refused:
     reason = reserved(entry.ref)
     if reason is not None:  # never a held-out dataset, whoever calls
         raise SynthesisError(reason)
     ref: DatasetRef = entry.ref
-    frame = load(ref)
+    frame = source_frame(ref) if frame is None else template().source_columns(frame)
     drop: list[str] = []
+    leaks: list[str] = []
     for _ in range(3):
         names: set[str] = {"id"}
         target = target_spec(option, frame, blueprint, rng, names)
-        if target is None:
-            return None
+        if isinstance(target, Refused):
+            return target
         spec, classes, phrase = target
         cols = columns_for(entry, blueprint, option, rng, names, drop)
-        if cols is None:
-            return None
+        if isinstance(cols, Refused):
+            return cols
         _fill_bins(cols, frame)
         cfg: dict[str, Any] = {
             "kind": "grounded", "source": {"source": ref.source, "package": ref.package, "name": ref.name},
@@ -410,38 +506,71 @@ def plan(entry: Entry, option: TargetOption, blueprint: Blueprint, metric: str,
         }
         if not id_in_test:
             cfg["id_in_test"] = False
-        feats, y, cls = template().prepare(cfg, frame)
+        prepared = template().prepare(cfg, frame)  # the same rows for every check below: computed once
+        feats, y, cls = prepared
         k = len(classes) if classes and blueprint.task_type != "multilabel" else 0
-        if cls is not None and k and (np.bincount(np.asarray(cls), minlength=k) < 8).any():
-            return None
         if cls is not None and k:
-            share = np.bincount(np.asarray(cls), minlength=k) / len(cls)
-            cfg["priors"] = [max(0.0001, round(float(v), 4)) for v in share]
+            counts = np.bincount(np.asarray(cls), minlength=k)
+            if (counts < 8).any():
+                rare = (classes or [])[int(counts.argmin())]
+                return Refused("rare-class", f"class {rare!r} holds {int(counts.min())} usable row(s)")
+            cfg["priors"] = [max(0.0001, round(float(v), 4)) for v in counts / len(cls)]
         elif blueprint.task_type == "multilabel":
             cfg["priors"] = [max(0.0001, round(float(v), 4)) for v in y.mean(axis=0)]
         drawn = sizes(blueprint, len(feats), rng, k)
         if drawn is None:
-            return None
+            return Refused("rows", f"{len(feats)} usable rows")
         cfg["n_train"], cfg["n_test"] = drawn
         cfg["target_columns"] = list(y.columns)
         cfg["grade"] = _grade(cfg, blueprint, metric)
-        leaks = leaky_columns(cfg, frame) or answer_columns(cfg, frame)
+        try:
+            leaks = leaky_columns(cfg, frame, prepared) or answer_columns(cfg, frame, prepared=prepared)
+        except (RuntimeError, ValueError, GradingError) as exc:
+            return Refused("trial-failed", f"the leakage check: {_line(exc)}")
         if not leaks:
             break
         drop += leaks
     else:
-        return None
+        return Refused("leaky", "alone, " + ", ".join(repr(c) for c in dict.fromkeys(drop)) + " gave the target "
+                                "away")
     try:
-        cfg["trial"] = trial(cfg, frame)
+        cfg["trial"] = trial(cfg, frame, prepared=prepared)
     except (RuntimeError, ValueError, GradingError) as exc:
-        cfg["trial"] = {"ok": False, "error": str(exc)}
-    if not cfg["trial"]["ok"]:
-        return None
+        return Refused("trial-failed", _line(exc))
+    found = cfg["trial"]
+    if not found["ok"]:
+        what = f"{found['metric']} {found['score']}, {found['gap']:+.3f} of its scale over the constant"
+        return Refused("saturated" if found["saturated"] else "not-learnable", what)
     texts = [c["name"] for c in cfg["columns"] if c["kind"] == "text"]
     if texts:
-        sample, _, _, _ = template().build(cfg, frame, 7, int(cfg["n_train"]), int(cfg["n_test"]))
+        sample, _, _, _ = template().build(cfg, frame, 7, int(cfg["n_train"]), int(cfg["n_test"]), prepared)
         cfg["prose"] = {c: round(function_pair_share(sample[c].dropna().astype(str)), 4) for c in texts}
+    cfg["names"] = name_map(cfg)
     return cfg
+
+
+def name_map(cfg: dict[str, Any]) -> dict[str, str | list[str]]:
+    """Each column of the task → the source column(s) it is read from (derived columns: the real ones they are
+    computed from): the provenance of every name, the source's own spelling kept."""
+    out: dict[str, str | list[str]] = {}
+    for c in cfg["columns"]:
+        if c.get("derive") == "noise":
+            continue
+        out[c["name"]] = c["from"] if "from" in c else list(c.get("of", []))
+    t = cfg["target"]
+    if t["how"] == "numeric":
+        out.update(zip(t["names"], t["from"]))
+    elif t["how"] == "labels":
+        out.update((lab["name"], lab["from"]) for lab in t["labels"])
+    else:
+        out[t["name"]] = t["from"]
+    return out
+
+
+def _line(exc: BaseException) -> str:
+    """An exception in one line (its type and the first line of its message, at most 200 characters)."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:200]
 
 
 def _grade(cfg: dict[str, Any], blueprint: Blueprint, metric: str) -> dict[str, Any]:

@@ -9,6 +9,10 @@ ones, as the CONFIG says), drops rows without a target and duplicate rows, draws
 seed (every class in both splits), gives the rows new random ids and writes DIR/public/ (description.md,
 train.csv, test.csv, sample_submission.csv) and DIR/private/ (answers.csv, grade.json). No data is stored in this
 file: the same CONFIG, seed and installed package give byte-identical files.
+
+Column names are data here, never identifiers: the source's labels are read as text (:func:`source_columns`), the
+CONFIG maps each of them ("from") to the task's sanitized name ("name"), and both are only ever dictionary keys and
+frame labels (a column named ``self``, ``index`` or ``class`` is a column like any other).
 """
 
 import argparse
@@ -34,14 +38,34 @@ def load_frame(source, package, name):
         frame = pd.read_pickle(path, compression="xz")
         if not isinstance(frame, pd.DataFrame):
             frame = pd.DataFrame(frame)
-        return frame.drop(columns=[c for c in frame.columns if c == "rownames"])
+        return source_columns(frame.drop(columns=[c for c in frame.columns if c == "rownames"]))
     if source == "sklearn":
         from sklearn import datasets  # only for scikit-learn's bundled sets
 
-        return getattr(datasets, "load_" + name)(as_frame=True).frame
+        return source_columns(getattr(datasets, "load_" + name)(as_frame=True).frame)
     module = importlib.import_module("statsmodels.datasets." + name)
     with contextlib.redirect_stdout(io.StringIO()):
-        return pd.DataFrame(module.load_pandas().data).reset_index(drop=True)
+        return source_columns(pd.DataFrame(module.load_pandas().data).reset_index(drop=True))
+
+
+def source_columns(frame):
+    """The frame with its column labels as text, each label once (a repeated one gets ".1", ".2", as pandas
+    reads a CSV): the names the CONFIG's "from" refer to. A frame whose labels are already distinct text is
+    returned as it is."""
+    labels, seen = [], set()
+    for label in frame.columns:
+        text = str(label)
+        base, i = text, 1
+        while text in seen:
+            text = "%s.%d" % (base, i)
+            i += 1
+        seen.add(text)
+        labels.append(text)
+    if labels == list(frame.columns):
+        return frame
+    out = frame.copy(deep=False)
+    out.columns = labels
+    return out
 
 
 # ----------------------------------------------------------------------------------------------- columns
@@ -50,9 +74,10 @@ def as_text(values):
 
 
 def numeric(values):
+    """Numbers as floats: what is not a number (text, an infinity) is missing."""
     if pd.api.types.is_bool_dtype(values):
         return values.astype(float)
-    return pd.to_numeric(values, errors="coerce").astype(float)
+    return pd.to_numeric(values, errors="coerce").astype(float).replace([np.inf, -np.inf], np.nan)
 
 
 def derive(col, frame):
@@ -83,7 +108,8 @@ def derive(col, frame):
 
 
 def features(cfg, frame):
-    out = pd.DataFrame(index=frame.index)
+    """The feature columns under the task's names (a dict of columns made into one frame at once)."""
+    out = {}
     for col in cfg["columns"]:
         if col.get("derive"):
             if col["derive"] != "noise":
@@ -92,8 +118,12 @@ def features(cfg, frame):
             out[col["name"]] = as_text(frame[col["from"]])
         else:
             values = frame[col["from"]]
-            out[col["name"]] = values.astype(int) if pd.api.types.is_bool_dtype(values) else values
-    return out
+            if pd.api.types.is_bool_dtype(values):
+                values = values.astype(int)
+            elif pd.api.types.is_float_dtype(values):
+                values = values.where(~values.isin([np.inf, -np.inf]))  # an infinity is a missing value
+            out[col["name"]] = values
+    return pd.DataFrame(out, index=frame.index)
 
 
 def _tokens(value, sep):
@@ -224,11 +254,15 @@ def answers_and_sample(cfg, test_ids, train_targets, test_targets):
     return answers, sample
 
 
-def build(cfg, frame, seed, n_train, n_test):
-    """(train, test, answers, sample) for a seed: what the files hold."""
+def build(cfg, frame, seed, n_train, n_test, prepared=None):
+    """(train, test, answers, sample) for a seed: what the files hold. ``prepared``: what :func:`prepare` gave for
+    this CONFIG and frame (the designer builds one plan at several seeds), else it is computed."""
     data_rng = np.random.default_rng([seed, 2])
     id_rng = np.random.default_rng([seed, 3])
-    feats, y, cls = prepare(cfg, frame)
+    if prepared is None:
+        feats, y, cls = prepare(cfg, frame)
+    else:
+        feats, y, cls = prepared[0].copy(), prepared[1].copy(), None if prepared[2] is None else prepared[2].copy()
     n_train = min(n_train, len(feats) - 50)
     n_test = min(n_test, len(feats) - n_train)
     labels = y.to_numpy() if cfg["task_type"] == "multilabel" else None
