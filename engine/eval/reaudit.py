@@ -34,6 +34,8 @@ class StoredAudit:
         lk = self.report.lookup
         if not isinstance(lk, dict):
             return "lookup probe: not run"
+        if lk.get("skipped"):
+            return f"lookup probe not run: {lk['skipped']}"
         if lk.get("error"):
             return f"lookup probe failed: {lk['error']}"
         readable = lk.get("readable") or {}

@@ -160,6 +160,8 @@ class Lookup:
     failed: int = 0
     seconds: float = 0.0
     error: str = ""
+    #: why the probe did not run where that is no fault (an unisolated sandbox cannot hide anything: it says so)
+    skipped: str = ""
     run_id: str | None = None
     version: int = LOOKUP_VERSION
     #: per found table, its candidate answer columns (test ids → value), kept for the audit (not stored)
@@ -205,6 +207,9 @@ def run_lookup(env_dir: str | Path, spec: GradeSpec, sandbox: SandboxBackend, *,
     public = Path(env_dir) / "public"
     if not (public / "test.csv").is_file():
         return Lookup(error="no public/test.csv to look up")
+    if sandbox.isolation_note == "unisolated":  # isolation "none": nothing is hidden, every run says so
+        return Lookup(skipped="isolation none: the data packages are NOT hidden from agent code, so the probe "
+                              "cannot judge what an agent will reach")
     log_dir = getattr(sandbox, "log_dir", None)
     cache = Path(log_dir).parent / "cache" if log_dir is not None else None
     cfg = {"id_column": spec.id_column, "budget_s": budget_s, "full": full, "files": system_tables(cache)}
@@ -237,6 +242,8 @@ def lookup_findings(lookup: Lookup) -> list[Finding]:
     """What the lookup itself is a finding for: a source in reach, a probe that failed or did not finish (the audit
     fails closed). The answers read off a source are judged as candidate columns, by the audit."""
     out = [Finding("reachable", f"sandbox:{f.dataset}", how=f.line()) for f in lookup.reached]
+    if lookup.skipped:  # an unisolated sandbox: said on every run it makes, not a finding of the environment
+        return out
     if lookup.error:
         out.append(Finding("error", "lookup probe", how=lookup.error))
     elif not lookup.complete and not lookup.reached:
